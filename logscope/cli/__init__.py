@@ -1,0 +1,58 @@
+"""The ``logscope`` command line: one module per command group, each a thin layer over the API.
+
+Commands are registered lazily (by module name) so ``logscope --help`` does not import Polars.
+User errors are ``click.ClickException`` (exit 1) or ``UsageError`` (exit 2); ``--debug`` shows
+the traceback of an unexpected error instead of the one-line message.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import click
+
+# command name -> (module, attribute)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "ingest": ("logscope.cli.ingest", "ingest"),
+}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in COMMANDS:
+            return None
+        mod, attr = COMMANDS[name]
+        return getattr(importlib.import_module(mod), attr)
+
+
+@click.group(cls=LazyGroup)
+@click.version_option(package_name="logscope")
+@click.option("--debug", is_flag=True, help="Show tracebacks of unexpected errors.")
+@click.pass_context
+def cli(ctx: click.Context, debug: bool) -> None:
+    """logscope: a passive benchmark from the logs llama-server, SGLang and vLLM already print.
+
+    Example: logscope ingest server.log
+    """
+    ctx.obj = {"debug": debug}
+
+
+def main() -> None:
+    debug = "--debug" in sys.argv
+    try:
+        cli.main(standalone_mode=True)
+    except SystemExit:
+        raise
+    except KeyboardInterrupt:
+        click.echo("interrupted", err=True)
+        sys.exit(130)
+    except Exception as e:  # an unexpected error: one line, not a traceback
+        if debug:
+            raise
+        click.echo(f"Error: internal error: {type(e).__name__}: {e} (run with --debug for details)",
+                   err=True)
+        sys.exit(70)

@@ -1,0 +1,85 @@
+"""The line front end shared by every engine: outer wrappers, ANSI colour, JSON entries.
+
+Order (as in formats/llama-server.md §2.6): strip the wrapper (journald, docker ``-t``
+timestamps, compose ``name | ``), strip ANSI colour anywhere in the line (also the reset that
+llama-server leaves at the start of the next line, and the mangled ``^[[``/``[1;36m`` forms), then
+the engine grammar's own envelope takes over. llama.cpp's era A/C JSON objects are re-rendered
+to the era-C text form so one grammar rule serves both.
+
+Each step exists twice, with the same regexes: vectorised over a Polars frame (batch ingest)
+and per line in Python (follow, explain).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+# journald short-iso / short-precise, short (localised month names), docker -t RFC 3339
+JOURNALD_ISO = r"(?P<wrap_iso>\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:[+-]\d{2}:?\d{2}|Z)) \S+ [^\s:\[]+(?:\[\d+\])?: "
+JOURNALD_SHORT = r"(?P<wrap_short>[A-Z][a-zä]{2,3} [ 0-9]\d \d{2}:\d{2}:\d{2}) \S+ [^\s:\[]+(?:\[\d+\])?: "
+DOCKER_TS = r"(?P<wrap_docker>\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?Z) "
+COMPOSE = r"(?P<wrap_service>[A-Za-z0-9][A-Za-z0-9_.-]*) +\| "
+WRAPPER = f"^(?:{JOURNALD_ISO}|{JOURNALD_SHORT})?(?:{COMPOSE})?(?:{DOCKER_TS})?"
+WRAPPER_FIELDS = ("wrap_iso", "wrap_short", "wrap_service", "wrap_docker")
+ANSI = r"(?:\x1b|\^\[)\[[0-9;]*[A-Za-z]|\[[0-9]{1,2}(?:;[0-9]{1,2})*m"
+
+_WRAPPER_RX = re.compile(WRAPPER)
+_ANSI_RX = re.compile(ANSI)
+
+
+def strip_line(raw: str) -> tuple[dict[str, str | None], str]:
+    """Per-line front end: (wrapper fields, text for the engine grammar)."""
+    if "\x1b" in raw or "[" in raw:
+        raw = _ANSI_RX.sub("", raw)
+    m = _WRAPPER_RX.match(raw)
+    wrap = {k: m.group(k) for k in WRAPPER_FIELDS} if m else dict.fromkeys(WRAPPER_FIELDS)
+    text = raw[m.end():] if m else raw
+    if text.startswith("{"):
+        text = json_entry_to_text(text)
+    return wrap, text
+
+
+def json_entry_to_text(text: str) -> str:
+    """Render a llama.cpp era A/C JSON log object as the era-C text line
+    ``LEVEL [func] msg | key=value ...``; anything else is returned unchanged."""
+    try:
+        obj = json.loads(text)
+    except ValueError:
+        return text
+    if not isinstance(obj, dict) or "level" not in obj or not ("msg" in obj or "message" in obj):
+        return text
+    msg = obj.pop("msg", None)
+    if msg is None:
+        msg = obj.pop("message", "")
+    level = str(obj.pop("level", ""))
+    func = str(obj.pop("function", ""))
+    obj.pop("line", None)
+    extras = " ".join(f"{k}={json.dumps(v)}" for k, v in obj.items())
+    return f"{level:>4} [{func:>24}] {msg} |{' ' + extras if extras else ''}"
+
+
+def strip_frame(lines):  # noqa: ANN001, ANN201 - polars types imported lazily
+    """Vectorised front end over a frame with a ``raw`` column: adds wrapper columns and ``text``."""
+    import polars as pl
+
+    raw = pl.col("raw")
+    df = lines.with_columns(
+        pl.when(raw.str.contains(r"\x1b|\[[0-9;]*m", literal=False))
+        .then(raw.str.replace_all(ANSI, ""))
+        .otherwise(raw)
+        .alias("_clean")
+    )
+    wrap = pl.col("_clean").str.extract_groups(WRAPPER + "(?P<_rest>.*)$")
+    df = df.with_columns(wrap.alias("_w")).unnest("_w")
+    df = df.with_columns(pl.coalesce("_rest", "_clean").alias("text")).drop("_rest", "_clean")
+    # llama.cpp era A/C JSON entries: rare, so re-rendered in Python
+    is_json = pl.col("text").str.starts_with("{")
+    if df.select(is_json.any()).item():
+        df = df.with_columns(
+            pl.when(is_json)
+            .then(pl.col("text").map_elements(json_entry_to_text, return_dtype=pl.String))
+            .otherwise(pl.col("text"))
+            .alias("text")
+        )
+    return df

@@ -1,0 +1,167 @@
+"""Classify lines with the compiled grammars: every line becomes an event, a known ignored line,
+or an unrecognized one (it carries an engine's anchor but matches no known format).
+
+``classify`` is the vectorised path (Polars, Rust regex) used for files; ``classify_line`` is
+the per-line twin (Python ``re``) used by ``follow`` and ``explain``. Both run the same
+compiled patterns in the same order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import polars as pl
+
+from .frontend import strip_line
+from .grammar import FLOAT_LIST, CompiledGrammar, Variant, convert, extract_fields, load_grammar
+
+DTYPES: dict[str, pl.DataType] = {
+    "int": pl.Int64(),
+    "float": pl.Float64(),
+    "float_list": pl.List(pl.Float64()),
+    "bool": pl.Boolean(),
+    "str": pl.String(),
+}
+
+# classification of a line
+EVENT, IGNORED, UNRECOGNIZED, OTHER = "event", "ignored", "unrecognized", "other"
+
+
+def cast(expr: pl.Expr, dtype: str) -> pl.Expr:
+    """Cast a captured string column to the field's dtype (the vectorised twin of convert)."""
+    if dtype == "int":
+        return expr.cast(pl.Int64, strict=False)
+    if dtype == "float":
+        return expr.cast(pl.Float64, strict=False)
+    if dtype == FLOAT_LIST:
+        return (expr.str.strip_chars().str.split(",").list.eval(
+            pl.element().str.strip_chars().cast(pl.Float64, strict=False)).list.drop_nulls())
+    if dtype == "bool":
+        return expr.is_in(["1", "true", "True"])
+    return expr
+
+
+@dataclass
+class Classified:
+    """The result of classifying a frame of lines for one engine."""
+
+    engine: str
+    events: pl.DataFrame  # one row per event or ignored/unrecognized line: kind, variant, fields
+    rest: pl.DataFrame  # the lines this engine did not take
+
+
+def _extract(sub: pl.DataFrame, v: Variant) -> pl.DataFrame:
+    """Typed fields of the rows of ``sub`` that match variant ``v`` (all rows do)."""
+    groups = list(v.aliases) + [f for f in v.fields if f not in v.aliases.values()]
+    cols: list[pl.Expr] = []
+    if groups or v.reps:
+        sub = sub.with_columns(pl.col("_body").str.extract_groups(v.regex).alias("_g")).unnest("_g")
+    by_field: dict[str, list[str]] = {}
+    for g in sub.columns:
+        if g in v.fields or g in v.aliases:
+            by_field.setdefault(v.aliases.get(g, g), []).append(g)
+    for name, gs in by_field.items():
+        dtype = v.fields[name]
+        exprs = [cast(pl.col(g), dtype) for g in gs]
+        cols.append((pl.coalesce(exprs) if len(exprs) > 1 else exprs[0]).alias(name))
+    keep = [c for c in sub.columns if c.startswith("__rep")]
+    out = sub.select(pl.col("_row"), *cols, *keep)
+    for rep in v.reps:
+        out = _expand_rep(out, rep)
+    return out
+
+
+def _expand_rep(out: pl.DataFrame, rep: Any) -> pl.DataFrame:
+    """Key/value family: split the repeated span into items, match each member on its items."""
+    items = (
+        out.select(pl.col("_row"), pl.col(rep.group).str.extract_all(rep.item_regex).alias("_it"))
+        .explode("_it")
+        .drop_nulls("_it")
+    )
+    out = out.drop(rep.group)
+    for mem in rep.members:
+        cand = items.filter(pl.col("_it").str.contains(mem.anchor, literal=True)) if mem.anchor \
+            else items
+        got = (
+            cand.with_columns(pl.col("_it").str.extract_groups(mem.regex).alias("_m"))
+            .unnest("_m")
+            .select("_row", *[cast(pl.col(f), d).alias(f) for f, d in mem.fields.items()])
+            .drop_nulls(subset=list(mem.fields) or None)
+            .group_by("_row")
+            .first()
+        )
+        new = [f for f in mem.fields if f not in out.columns]
+        if not new:
+            got = got.rename({f: f"{f}__m" for f in mem.fields})
+            out = out.join(got, on="_row", how="left")
+            out = out.with_columns(
+                [pl.coalesce(f, f"{f}__m").alias(f) for f in mem.fields]
+            ).drop([f"{f}__m" for f in mem.fields])
+        else:
+            out = out.join(got, on="_row", how="left")
+    return out
+
+
+def classify(lines: pl.DataFrame, g: CompiledGrammar) -> Classified:
+    """Run one engine grammar over ``lines`` (columns ``_row``, ``text``, ...)."""
+    env = pl.col("text").str.extract_groups(g.envelope_regex)
+    df = lines.with_columns(env.alias("_e")).unnest("_e")
+    df = df.with_columns(
+        [cast(pl.col(f), d).alias(f) for f, d in g.envelope_fields.items()]
+        + [pl.col("_body").fill_null(pl.col("text"))]
+    )
+    parts: list[pl.DataFrame] = []
+    remaining = df
+    anchor_hits: dict[str, pl.Series] = {}
+    for v in g.variants:
+        if remaining.height == 0:
+            break
+        if v.anchor:
+            if v.anchor not in anchor_hits or len(anchor_hits[v.anchor]) != remaining.height:
+                anchor_hits[v.anchor] = remaining.get_column("_body").str.contains(
+                    v.anchor, literal=True)
+            cand = remaining.filter(anchor_hits[v.anchor])
+        else:
+            cand = remaining
+        if cand.height == 0:
+            continue
+        hit = cand.filter(pl.col("_body").str.contains(v.regex))
+        if hit.height == 0:
+            continue
+        fields = _extract(hit.select("_row", "_body"), v)
+        kind = UNRECOGNIZED if v.kind == "claimed" else v.kind
+        ev = hit.drop("_body", "text").join(fields, on="_row", how="left").with_columns(
+            pl.lit(kind).alias("kind"), pl.lit(v.name).alias("variant"))
+        parts.append(ev)
+        remaining = remaining.filter(~pl.col("_row").is_in(hit.get_column("_row").implode()))
+        anchor_hits.clear()
+    events = pl.concat(parts, how="diagonal_relaxed") if parts else pl.DataFrame()
+    rest = remaining.drop([c for c in remaining.columns if c not in lines.columns])
+    return Classified(g.engine, events, rest)
+
+
+def classify_line(text: str, engines: list[str]) -> tuple[str, str, str, dict[str, Any]] | None:
+    """Per-line twin of ``classify`` over already stripped text: (engine, kind, variant, fields)."""
+    for engine in engines:
+        g = load_grammar(engine)
+        env, body = g.split_envelope(text)
+        for v in g.variants:
+            if v.anchor and v.anchor not in body:
+                continue
+            m = g._rx(v.regex).match(body)
+            if m is None:
+                continue
+            kind = UNRECOGNIZED if v.kind == "claimed" else v.kind
+            return engine, kind, v.name, {**env, **extract_fields(g, v, m)}
+    return None
+
+
+def parse_raw_line(raw: str, engines: list[str]) -> tuple[dict[str, Any], str,
+                                                            tuple[str, str, str, dict] | None]:
+    """Front end + classification of one raw line: (wrapper fields, text, match)."""
+    wrap, text = strip_line(raw)
+    return wrap, text, classify_line(text, engines)
+
+
+__all__ = ["classify", "classify_line", "parse_raw_line", "cast", "convert", "DTYPES"]

@@ -1,0 +1,47 @@
+"""The human summary printed by ``logscope ingest`` (the JSON one is ``Logs.summary()``)."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from .ingest import Logs
+
+
+def _pct(s: pl.Series) -> str:
+    s = s.drop_nulls()
+    if s.len() == 0:
+        return "-"
+    q = [s.quantile(x, interpolation="linear") for x in (0.1, 0.5, 0.9)]
+    return f"p10 {q[0]:.1f} · p50 {q[1]:.1f} · p90 {q[2]:.1f}  (n={s.len()})"
+
+
+def render(logs: Logs) -> str:
+    s = logs.summary()
+    out: list[str] = []
+    if s["unrecognized"]:
+        out.append(f"!! {s['unrecognized']} line(s) look like server lines but match no known "
+                   "format (a new server version?) — see the `unrecognized` table")
+    out.append(f"{s['lines']} lines in {len(logs.files)} file(s): engines "
+               f"{', '.join(s['engines']) or 'none'}, {s['runs']} server run(s)")
+    ev = sum(s["events"].values())
+    out.append(f"  {ev} events, {s['ignored']} ignored, {s['unrecognized']} unrecognized")
+    bad = sum(f.bad_utf8 for f in logs.files)
+    capped = sum(f.capped for f in logs.files)
+    if bad or capped:
+        out.append(f"  {bad} line(s) with invalid UTF-8 (replaced), {capped} over-long line(s) cut")
+    out.append("  events: " + ", ".join(f"{k} {v}" for k, v in s["events"].items()))
+    req = logs.get("requests")
+    if req is not None and req.height:
+        st = dict(req.group_by("status").len().iter_rows())
+        out.append(f"requests: {req.height} ("
+                   + ", ".join(f"{k} {v}" for k, v in sorted(st.items())) + ")")
+        out.append("  prefill t/s (exact, per request, cache hits excluded): "
+                   + _pct(req.filter(pl.col("prompt_tokens") >= 32)["prompt_tps"]))
+        out.append("  decode t/s  (exact, per request):                     "
+                   + _pct(req.filter(pl.col("gen_tokens") >= 16)["decode_tps"]))
+        dr = req.filter(pl.col("draft_generated") > 0)
+        if dr.height:
+            acc = dr["draft_accepted"].sum() / dr["draft_generated"].sum()
+            out.append(f"  draft acceptance: {acc:.3f} over {dr.height} request(s), "
+                       f"mean accepted length {dr['mean_len'].mean() or float('nan'):.2f}")
+    return "\n".join(out)
