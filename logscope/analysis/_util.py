@@ -1,0 +1,55 @@
+"""Small helpers shared by the analyses."""
+
+from __future__ import annotations
+
+import polars as pl
+
+EXACT = "exact per request"
+TICK = "tick interval"
+WINDOW = "server window average"
+
+
+def table(logs, name: str) -> pl.DataFrame | None:
+    """The frame ``name`` of ``logs`` if it exists and has rows, else None."""
+    get = getattr(logs, "get", None)
+    df = get(name) if get is not None else None
+    if df is None or df.height == 0:
+        return None
+    return df
+
+
+def col(df: pl.DataFrame, *names: str) -> str | None:
+    """The first of ``names`` that is a column of ``df`` with at least one value."""
+    for n in names:
+        if n in df.columns and df[n].null_count() < df.height:
+            return n
+    return None
+
+
+def label_of(logs, default: str | None = None) -> str:
+    if default:
+        return default
+    files = getattr(logs, "files", None) or []
+    if files:
+        from pathlib import Path
+        names = [Path(f.file).name for f in files]
+        return names[0] if len(names) == 1 else f"{names[0]} (+{len(names) - 1})"
+    return "log"
+
+
+def requests(logs) -> pl.DataFrame | None:
+    return table(logs, "requests")
+
+
+def with_time(df: pl.DataFrame) -> tuple[pl.DataFrame, str]:
+    """Add ``t`` (seconds since the file's first event of this frame) and say its basis.
+
+    The basis is ``ts`` (wall clock), ``t_rel`` (server clock) or ``line`` (no clock in the
+    log, e.g. old SGLang lines: then ``t`` is the line number).
+    """
+    if "ts" in df.columns and df["ts"].null_count() < df.height:
+        t = (pl.col("ts") - pl.col("ts").min().over("file")).dt.total_microseconds() / 1e6
+        return df.with_columns(t=t), "s"
+    if "t_rel" in df.columns and df["t_rel"].null_count() < df.height:
+        return df.with_columns(t=pl.col("t_rel") - pl.col("t_rel").min().over("file")), "s"
+    return df.with_columns(t=pl.col("line").cast(pl.Float64)), "line"

@@ -1,0 +1,170 @@
+"""The passive benchmark's analyses (issue 4) on the real corpus, against the client's timings."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+
+import logscope
+from logscope.analysis.decode import (aggregate_summary, decode_aggregate, decode_requests,
+                                      decode_windows)
+from logscope.analysis.prefill import PREDICT_AT, fit_prefill, prefill_curve
+from logscope.analysis.pressure import pressure_events, pressure_summary, pressure_timeline
+from logscope.analysis.spec import (acceptance_per_position, acceptance_requests,
+                                    acceptance_summary, acceptance_windows)
+from tests.conftest import CORPUS, FIXTURES, client_records, client_timings
+
+RUNS = sorted(CORPUS.glob("generated-*.log"))
+GPU = CORPUS / "generated-gpu-q8kv-c256k-np2.log"
+
+
+def matched(log) -> list[tuple[dict, dict]]:
+    """(client timings, requests row) pairs, matched on token counts as test_corpus_client."""
+    req = logscope.read(str(log))["requests"].filter(pl.col("status") == "completed")
+    req = req.with_row_index("i")
+    used: set[int] = set()
+    out = []
+    for rec in client_records(log):
+        t = client_timings(rec)
+        if t is None:
+            continue
+        cand = req.filter(
+            (pl.col("prompt_tokens") == t["prompt_n"]) & (pl.col("gen_tokens") == t["predicted_n"])
+            & ~pl.col("i").is_in(list(used)))
+        exact = cand.filter(pl.col("cached_tokens") == t["cache_n"])
+        row = (exact if exact.height else cand).row(0, named=True)
+        used.add(row["i"])
+        out.append((t, row))
+    return out
+
+
+def rel(a: float, b: float) -> float:
+    return abs(a - b) / abs(b)
+
+
+@pytest.mark.parametrize("log", RUNS, ids=lambda p: p.stem)
+def test_prompt_and_decode_tps_within_2pct_of_client(log):
+    logs = logscope.read(str(log))
+    pts = prefill_curve(logs).filter(pl.col("source") == "llama:request")
+    dec = decode_requests(logs)
+    pairs = matched(log)
+    assert pairs
+    for t, row in pairs:
+        p = pts.filter(pl.col("task") == row["task"], pl.col("slot") == row["slot"])
+        d = dec.filter(pl.col("task") == row["task"], pl.col("slot") == row["slot"])
+        assert p.height == 1 and d.height == 1
+        assert p["tokens"][0] == t["prompt_n"]
+        assert d["gen_tokens"][0] == t["predicted_n"]
+        assert rel(p["tps"][0], t["prompt_per_second"]) < 0.02
+        assert rel(d["decode_tps"][0], t["predicted_per_second"]) < 0.02
+        # computed from the exact times too, not only the printed rate
+        assert rel(p["tokens"][0] / p["seconds"][0], t["prompt_per_second"]) < 0.02
+
+
+def test_prefill_points_count_only_computed_tokens():
+    pts = prefill_curve(logscope.read(str(GPU)))
+    r = pts.filter(pl.col("source") == "llama:request", pl.col("task") == 2750).row(0, named=True)
+    assert r["cached"] == 51567 and r["tokens"] == 30486
+    assert r["depth"] == pytest.approx(51567 + 30486 / 2)
+    assert r["exactness"] == "exact per request"
+    ticks = pts.filter(pl.col("source") == "llama:tick", pl.col("task") == 2730).sort("depth")
+    assert ticks.height == 16 and (ticks["exactness"] == "tick interval").all()
+    # consecutive ticks 2047 tokens apart, timed on the server clock
+    second = ticks.row(1, named=True)
+    assert second["tokens"] == 41193 - 39146
+    assert second["seconds"] == pytest.approx(36.697658 - 36.480824, abs=1e-6)
+    assert second["depth"] == pytest.approx(1 + (39146 + 41193) / 2)
+
+
+def test_fit_shows_prefill_slowing_with_depth():
+    pts = prefill_curve(logscope.read(str(GPU)))
+    for sources in (None, ("llama:request",)):
+        fit = fit_prefill(pts, sources=sources)
+        assert fit["valid"], fit
+        assert fit["b"] > 0 and fit["a"] > 0
+        pred = [fit["predict"][d] for d in PREDICT_AT]
+        assert all(x is not None for x in pred)
+        assert pred == sorted(pred, reverse=True)
+
+
+def test_fit_refuses_too_little_data():
+    pts = prefill_curve(logscope.read(str(CORPUS / "seed000-joker-short-task.log")))
+    fit = fit_prefill(pts)
+    assert not fit["valid"] and fit["reason"]
+    assert fit_prefill(pts.head(0))["valid"] is False
+
+
+def test_decode_windows_carry_tg_3s_and_depth():
+    logs = logscope.read(str(GPU))
+    w = decode_windows(logs)
+    dp = logs["decode_progress"]
+    assert w.height == dp.height
+    assert sorted(w["tps"].to_list()) == sorted(dp["tg_3s"].to_list())
+    first = w.filter(pl.col("task") == 2750).sort("t").row(0, named=True)
+    assert first["depth"] == 51567 + 30486 + 100
+    assert first["exactness"].startswith("window")
+
+
+def test_decode_aggregate_sums_concurrent_requests():
+    logs = logscope.read(str(GPU))
+    agg = decode_aggregate(logs)
+    two = agg.filter(pl.col("active") == 2)
+    assert two.height >= 1
+    # tasks 804 (103.47 t/s) and 806 (95.46 t/s) decode together
+    assert 103.47 + 95.46 in [pytest.approx(x) for x in two["tps"].to_list()]
+    s = aggregate_summary(agg)
+    assert set(s["active"].to_list()) == {1, 2}
+
+
+def test_acceptance_per_request_matches_client():
+    log = CORPUS / "generated-spec-pilot-c32k-np2.log"
+    acc = acceptance_requests(logscope.read(str(log)))
+    n = 0
+    for t, row in matched(log):
+        if not t.get("draft_n"):
+            continue
+        a = acc.filter(pl.col("task") == row["task"]).row(0, named=True)
+        assert a["generated"] == t["draft_n"] and a["accepted"] == t["draft_n_accepted"]
+        assert a["rate"] == pytest.approx(t["draft_n_accepted"] / t["draft_n"])
+        n += 1
+    assert n == acc.height
+    s = acceptance_summary(logscope.read(str(log)))
+    assert s["exactness"] == "exact per request" and 1 < s["mean_len"] < 4
+    assert acceptance_windows(logscope.read(str(log))).height == 0
+
+
+def test_acceptance_per_position_when_printed():
+    pp = acceptance_per_position(logscope.read(str(GPU)))
+    assert pp.height == 0
+    for log in sorted(CORPUS.glob("*.log")):
+        logs = logscope.read(str(log))
+        dpp = logs.get("draft_per_position")
+        pp = acceptance_per_position(logs)
+        if dpp is not None and dpp.height:
+            assert pp.height == dpp["acc_per_pos"].list.len().sum()
+
+
+def test_pressure_llama_context_shift_and_running():
+    logs = logscope.read(str(CORPUS / "generated-q8k-fa-c16k-np2-ctxshift.log"))
+    ev = pressure_events(logs)
+    assert ev.filter(pl.col("kind") == "context_shift").height == logs["context_shift"].height
+    tl = pressure_timeline(logs)
+    assert tl["running"].max() == 2 and tl["running"].min() == 0
+    assert pressure_summary(logs)["message"] is None
+
+
+def test_pressure_sglang_retract_and_usage():
+    log = FIXTURES / "sglang" / "v0.1.14-new-fill-batch.log"
+    if not log.exists():
+        pytest.skip("no SGLang fixture")
+    logs = logscope.read(str(log))
+    if logs.get("retract") is None:
+        pytest.skip("SGLang engine model not present")
+    s = pressure_summary(logs)
+    assert s["retracted"] == int(logs["retract"]["retracted_reqs"].sum())
+    assert 0 < s["kv_usage_max"] <= 1
+
+
+def test_pressure_empty_says_so():
+    s = pressure_summary(logscope.read(str(CORPUS / "generated-spec-pilot-c32k-np2.log")))
+    assert s["events"] == {} and "no pressure data" in s["message"]
