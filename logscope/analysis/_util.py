@@ -53,3 +53,7 @@ def with_time(df: pl.DataFrame) -> tuple[pl.DataFrame, str]:
     if "t_rel" in df.columns and df["t_rel"].null_count() < df.height:
         return df.with_columns(t=pl.col("t_rel") - pl.col("t_rel").min().over("file")), "s"
     return df.with_columns(t=pl.col("line").cast(pl.Float64)), "line"
+
+
+class NoData(ValueError):
+    """The log has nothing for this analysis (the CLI turns it into a one-line user error)."""

@@ -31,7 +31,9 @@ concurrent       other requests active at the same time (llama-server; a shared 
 vLLM's stats lines carry a prompt throughput but no depth, so they give no point here.
 
 ``fit_prefill(points)`` fits time per token linear in depth, t(d) = a + b·d (so
-rate(d) = 1 / (a + b·d)), by least squares on seconds-per-token weighted by tokens.
+rate(d) = 1 / (a + b·d)), by least squares on seconds-per-token weighted by tokens. By default
+it uses the exact per-request points (and SGLang batches) when there are at least 3 spread
+over depth, else all points including tick intervals.
 """
 
 from __future__ import annotations
@@ -178,6 +180,13 @@ def fit_prefill(points: pl.DataFrame, min_tokens: int = 64,
     p = points.filter(pl.col("tokens") >= min_tokens, pl.col("seconds") > 0)
     if sources:
         p = p.filter(pl.col("source").is_in(list(sources)))
+    else:
+        # default: the per-request / per-batch points when they are enough (>= 3 points over
+        # a spread of depths); tick intervals of concurrent requests share the GPU with
+        # other slots, so they only fill in when the log has too few requests.
+        best = p.filter(pl.col("source") != "llama:tick")
+        if best.height >= 3 and best["depth"].max() >= 1.33 * best["depth"].min():
+            p = best
     out = {"a": None, "b": None, "n": p.height, "r2": None, "valid": False,
            "sources": sorted(set(p["source"].to_list())) if p.height else [],
            "min_tokens": min_tokens, "reason": None,

@@ -1,0 +1,420 @@
+"""Figures of the passive benchmark, as matplotlib ``Figure`` objects (no pyplot state).
+
+Each function takes one ``Logs`` or a list of them (one series per log, named by ``labels`` or
+the file name) and returns a Figure; save it with ``fig.savefig("x.png")``. Titles and
+legends say which numbers are exact per request (llama-server's timing lines) and which are
+server window averages (SGLang, vLLM) or per-slot windows (llama-server ``tg_3s``). Every
+drawn series carries a ``gid`` (``"<label>|<source>"``) so tests and notebooks can find it.
+
+A function raises :class:`logscope.analysis._util.NoData` when the logs hold nothing it
+could draw ("no prefill data in ..."), never an empty figure.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+from matplotlib.figure import Figure
+
+from logscope.analysis._util import NoData, label_of
+from logscope.analysis.decode import decode_aggregate, decode_requests, decode_windows
+from logscope.analysis.prefill import fit_prefill, prefill_curve
+from logscope.analysis.pressure import pressure_events, pressure_timeline
+from logscope.analysis.spec import (acceptance_per_position, acceptance_requests,
+                                    acceptance_windows)
+
+COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2",
+          "#17becf"]
+MIN_TOKENS = 64  # prefill points with fewer computed tokens are overhead-dominated: not drawn
+
+
+def _as_list(logs_list, labels):
+    if not isinstance(logs_list, (list, tuple)):
+        logs_list = [logs_list]
+    labels = list(labels or [])
+    labels += [None] * (len(logs_list) - len(labels))
+    names = [label_of(lg, lab) for lg, lab in zip(logs_list, labels, strict=False)]
+    return logs_list, names
+
+
+def _files(logs_list) -> str:
+    out = []
+    for lg in logs_list:
+        out += [Path(f.file).name for f in getattr(lg, "files", [])]
+    return ", ".join(out) or "the input"
+
+
+def _kfmt(x, _pos=None) -> str:
+    if x >= 1024 and x % 1024 == 0:
+        return f"{int(x) // 1024}k"
+    if x >= 1000 and x % 1000 == 0:
+        return f"{int(x) // 1000}k"
+    return f"{x:g}"
+
+
+def _steps(seg: pl.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """x, y of a step line over [t0, t1) segments, broken (NaN) where segments do not touch."""
+    xs: list[float] = []
+    ys: list[float] = []
+    t00 = float(seg["t0"].min())
+    prev = None
+    for t0, t1, v in seg.select("t0", "t1", "tps").iter_rows():
+        if prev is not None and t0 - prev > 1e-6:
+            xs.append(np.nan)
+            ys.append(np.nan)
+        xs += [t0 - t00, t1 - t00]
+        ys += [v, v]
+        prev = t1
+    return np.array(xs), np.array(ys)
+
+
+def plot_prefill_curve(logs_list, labels=None, min_tokens: int = MIN_TOKENS) -> Figure:
+    """Prefill t/s against context depth (log axis), points and the fit 1/(a + b·d)."""
+    logs_list, names = _as_list(logs_list, labels)
+    fig = Figure(figsize=(8, 5), dpi=110, layout="constrained")
+    ax = fig.add_subplot()
+    drawn = 0
+    hidden = 0
+    for i, (lg, name) in enumerate(zip(logs_list, names, strict=True)):
+        c = COLORS[i % len(COLORS)]
+        pts = prefill_curve(lg, name)
+        hidden += pts.filter(pl.col("tokens") < min_tokens).height
+        pts = pts.filter(pl.col("tokens") >= min_tokens, pl.col("depth") > 0)
+        for src, marker, face, desc in (
+                ("llama:request", "o", c, "per request, exact"),
+                ("llama:tick", "^", "none", "between progress ticks"),
+                ("sglang:batch", "s", "none", "SGLang batch, window avg")):
+            p = pts.filter(pl.col("source") == src)
+            if p.height == 0:
+                continue
+            sc = ax.scatter(p["depth"].to_numpy(), p["tps"].to_numpy(), marker=marker,
+                            facecolors=face, edgecolors=c, s=36 if face != "none" else 28,
+                            label=f"{name}: {desc} (n={p.height})", zorder=3)
+            sc.set_gid(f"{name}|{src}")
+            drawn += p.height
+        fit = fit_prefill(pts, min_tokens=min_tokens)
+        if fit["valid"]:
+            lo = max(float(pts["depth"].min()), 1.0)
+            hi = max(float(pts["depth"].max()), 131072.0)
+            d = np.geomspace(lo, hi, 200)
+            (ln,) = ax.plot(d, 1.0 / (fit["a"] + fit["b"] * d), color=c, lw=1.5,
+                            label=f"{name}: fit 1/(a+b·d), b={fit['b']:.2e}")
+            ln.set_gid(f"{name}|fit")
+    if drawn == 0:
+        raise NoData(f"no prefill data in {_files(logs_list)}")
+    ax.set_xscale("log", base=2)
+    ax.xaxis.set_major_formatter(_kfmt)
+    ax.set_xlabel("context depth (tokens: cached prefix + computed so far, log scale)")
+    ax.set_ylabel("prefill t/s (computed tokens only)")
+    ax.set_ylim(bottom=0)
+    ax.grid(True, which="major", alpha=0.3)
+    ax.set_title("Prefill speed vs context depth\n"
+                 "filled = exact per request (llama-server timings); hollow = tick intervals "
+                 "/ server window averages", fontsize=10)
+    if hidden:
+        ax.text(0.99, 0.01, f"{hidden} point(s) under {min_tokens} tokens not drawn",
+                transform=ax.transAxes, ha="right", va="bottom", fontsize=7, color="grey")
+    ax.legend(fontsize=7, loc="best")
+    return fig
+
+
+def plot_decode(logs_list, labels=None) -> Figure:
+    """Decode: t/s over time (tg_3s per slot, server windows), vs depth, and aggregate."""
+    logs_list, names = _as_list(logs_list, labels)
+    fig = Figure(figsize=(13, 4.5), dpi=100, layout="constrained")
+    ax_t, ax_d, ax_a = fig.subplots(1, 3)
+    drawn = 0
+    for i, (lg, name) in enumerate(zip(logs_list, names, strict=True)):
+        c = COLORS[i % len(COLORS)]
+        win = decode_windows(lg, name)
+        req = decode_requests(lg, name)
+        agg = decode_aggregate(lg, name)
+        seen = set()
+        for key, g in win.group_by(["source", "slot", "task"], maintain_order=True):
+            src, slot, task = key
+            g = g.sort("t")
+            what = f"slot {slot} tg_3s" if src == "llama:tg_3s" else f"{src} (window avg)"
+            (ln,) = ax_t.plot(g["t"].to_numpy(), g["tps"].to_numpy(), marker=".", lw=1,
+                              color=c, ls="-" if (slot or 0) % 2 == 0 else ":",
+                              label=None if (src, slot) in seen else f"{name}: {what}")
+            seen.add((src, slot))
+            ln.set_gid(f"{name}|{src}|slot{slot}|task{task}")
+            drawn += g.height
+        if req.height:
+            sc = ax_d.scatter(req["depth"].to_numpy(), req["decode_tps"].to_numpy(), color=c,
+                              s=36, label=f"{name}: per request, exact (n={req.height})",
+                              zorder=3)
+            sc.set_gid(f"{name}|llama:request")
+            drawn += req.height
+        wd = win.filter(pl.col("depth").is_not_null())
+        if wd.height:
+            sc = ax_d.scatter(wd["depth"].to_numpy(), wd["tps"].to_numpy(), facecolors="none",
+                              edgecolors=c, s=14, label=f"{name}: windows")
+            sc.set_gid(f"{name}|windows")
+        seg = agg.filter(pl.col("t1") > pl.col("t0")).sort("t0")
+        if seg.height:
+            xs, ys = _steps(seg)
+            (ln,) = ax_a.plot(xs, ys, color=c, lw=1.5,
+                              label=f"{name}: sum of exact per-request rates")
+            ln.set_gid(f"{name}|aggregate")
+        wins = agg.filter(pl.col("t1") == pl.col("t0"))
+        if wins.height:
+            (ln,) = ax_a.plot(wins["t0"].to_numpy(), wins["tps"].to_numpy(), color=c, ls="--",
+                              marker=".", label=f"{name}: server window avg")
+            ln.set_gid(f"{name}|aggregate_windows")
+    if drawn == 0:
+        raise NoData(f"no decode data in {_files(logs_list)}")
+    ax_t.set_title("Decode t/s over time\n(llama tg_3s: ~3 s window per slot)", fontsize=10)
+    ax_t.set_xlabel("time since first window (s)")
+    ax_t.set_ylabel("decode t/s")
+    ax_d.set_title("Decode t/s vs context depth\n(filled: exact per request)", fontsize=10)
+    ax_d.set_xlabel("context depth (tokens)")
+    ax_d.xaxis.set_major_formatter(_kfmt)
+    ax_a.set_title("Aggregate decode across concurrent requests", fontsize=10)
+    ax_a.set_xlabel("time since first decode (s)")
+    ax_a.set_ylabel("aggregate t/s")
+    for ax in (ax_t, ax_d, ax_a):
+        ax.set_ylim(bottom=0)
+        ax.grid(True, alpha=0.3)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7)
+    return fig
+
+
+def plot_acceptance(logs_list, labels=None) -> Figure:
+    """Speculative decoding: acceptance rate and mean accepted length vs depth and over time.
+
+    Per-request points (llama-server, exact) are drawn against context depth and time; SGLang
+    and vLLM windows (server window averages) against time. A fourth panel shows acceptance
+    per draft position when the log prints it.
+    """
+    logs_list, names = _as_list(logs_list, labels)
+    per_pos = [acceptance_per_position(lg, n) for lg, n in zip(logs_list, names, strict=True)]
+    has_pp = any(pp.height for pp in per_pos)
+    fig = Figure(figsize=(16 if has_pp else 13, 4.5), dpi=100, layout="constrained")
+    axes = fig.subplots(1, 4 if has_pp else 3)
+    ax_r, ax_l, ax_t = axes[:3]
+    drawn = 0
+    for i, (lg, name) in enumerate(zip(logs_list, names, strict=True)):
+        c = COLORS[i % len(COLORS)]
+        r = acceptance_requests(lg, name)
+        if r.height:
+            sc = ax_r.scatter(r["depth"].to_numpy(), r["rate"].to_numpy(), color=c, s=36,
+                              label=f"{name}: per request, exact (n={r.height})")
+            sc.set_gid(f"{name}|llama:request|rate")
+            ml = r.drop_nulls("mean_len")
+            sc = ax_l.scatter(ml["depth"].to_numpy(), ml["mean_len"].to_numpy(), color=c, s=36,
+                              label=f"{name}: per request, exact")
+            sc.set_gid(f"{name}|llama:request|mean_len")
+            sc = ax_t.scatter(r["t"].to_numpy(), r["rate"].to_numpy(), color=c, s=36,
+                              label=f"{name}: per request, exact (at request start)")
+            sc.set_gid(f"{name}|llama:request|rate_time")
+            drawn += r.height
+        w = acceptance_windows(lg, name)
+        wr = w.drop_nulls("rate")
+        if wr.height:
+            (ln,) = ax_t.plot(wr["t"].to_numpy(), wr["rate"].to_numpy(), color=c, ls="--",
+                              marker=".", label=f"{name}: {wr['source'][0]} (window avg)")
+            ln.set_gid(f"{name}|windows|rate")
+            drawn += wr.height
+        wl = w.drop_nulls("mean_len")
+        if wl.height and not r.height:
+            ax2 = ax_l
+            (ln,) = ax2.plot(wl["t"].to_numpy(), wl["mean_len"].to_numpy(), color=c, ls="--",
+                             marker=".", label=f"{name}: window avg (x = time, s)")
+            ln.set_gid(f"{name}|windows|mean_len")
+            drawn += wl.height
+        pp = per_pos[i]
+        if pp.height:
+            m = pp.group_by("position").agg(pl.col("rate").mean()).sort("position")
+            (ln,) = axes[3].plot(m["position"].to_numpy(), m["rate"].to_numpy(), color=c,
+                                 marker="o", label=f"{name}: mean over lines ({pp['source'][0]})")
+            ln.set_gid(f"{name}|per_position")
+    if drawn == 0:
+        raise NoData(f"no speculative decoding data in {_files(logs_list)}")
+    ax_r.set_title("Draft acceptance rate vs depth\n(accepted / drafted, exact per request)",
+                   fontsize=10)
+    ax_r.set_xlabel("context depth (tokens)")
+    ax_r.set_ylim(0, 1.05)
+    ax_l.set_title("Mean accepted length vs depth\n(tokens per decode step)", fontsize=10)
+    ax_l.set_xlabel("context depth (tokens)")
+    ax_l.set_ylim(bottom=0)
+    ax_t.set_title("Acceptance rate over time\n(points: exact per request; lines: window avg)",
+                   fontsize=10)
+    ax_t.set_xlabel("time (s, or line number where the log has no clock)")
+    ax_t.set_ylim(0, 1.05)
+    for ax in (ax_r, ax_l):
+        ax.xaxis.set_major_formatter(_kfmt)
+    if has_pp:
+        axes[3].set_title("Acceptance per draft position", fontsize=10)
+        axes[3].set_xlabel("draft position")
+        axes[3].set_ylim(0, 1.05)
+    for ax in axes:
+        ax.grid(True, alpha=0.3)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7)
+    return fig
+
+
+def plot_pressure(logs_list, labels=None) -> Figure:
+    """KV usage, running/queued requests over time, with retract/preempt/shift events."""
+    logs_list, names = _as_list(logs_list, labels)
+    fig = Figure(figsize=(11, 4.5), dpi=100, layout="constrained")
+    ax_k, ax_q = fig.subplots(1, 2)
+    drawn = 0
+    marks = {"retract": "v", "preempt": "x", "context_shift": "D", "decode_retry": "s",
+             "decode_failure": "X"}
+    for i, (lg, name) in enumerate(zip(logs_list, names, strict=True)):
+        c = COLORS[i % len(COLORS)]
+        tl = pressure_timeline(lg, name)
+        ev = pressure_events(lg, name)
+        kv = tl.drop_nulls("kv_usage")
+        if kv.height:
+            (ln,) = ax_k.plot(kv["t"].to_numpy(), kv["kv_usage"].to_numpy(), color=c,
+                              marker=".", label=f"{name}: KV usage (server window)")
+            ln.set_gid(f"{name}|kv_usage")
+            drawn += kv.height
+        run = tl.drop_nulls("running")
+        if run.height:
+            step = "post" if run["source"][0] == "llama:requests" else None
+            kw = {"drawstyle": "steps-post"} if step else {"marker": "."}
+            (ln,) = ax_q.plot(run["t"].to_numpy(), run["running"].to_numpy(), color=c,
+                              label=f"{name}: running ({run['source'][0]})", **kw)
+            ln.set_gid(f"{name}|running")
+        q = tl.drop_nulls("queued")
+        if q.height:
+            (ln,) = ax_q.plot(q["t"].to_numpy(), q["queued"].to_numpy(), color=c, ls="--",
+                              label=f"{name}: queued")
+            ln.set_gid(f"{name}|queued")
+            drawn += q.height
+        for kind, g in ev.group_by("kind"):
+            kind = kind[0]
+            sc = ax_q.scatter(g["t"].to_numpy(), np.zeros(g.height), marker=marks.get(kind, "o"),
+                              color=c, s=50, zorder=4, clip_on=False,
+                              label=f"{name}: {kind} ×{int(g['count'].sum())}")
+            sc.set_gid(f"{name}|event|{kind}")
+            drawn += g.height
+    if drawn == 0:
+        raise NoData(f"no pressure data (retract/preempt/context shift, KV usage, queue) in "
+                     f"{_files(logs_list)}")
+    ax_k.set_title("KV cache usage (server window values)", fontsize=10)
+    ax_k.set_ylim(0, 1.05)
+    if not ax_k.lines:
+        ax_k.text(0.5, 0.5, "this server prints no KV usage", ha="center", va="center",
+                  transform=ax_k.transAxes, color="grey")
+    ax_q.set_title("Requests running / queued, pressure events", fontsize=10)
+    for ax in (ax_k, ax_q):
+        ax.set_xlabel("time (s, or line number where the log has no clock)")
+        ax.grid(True, alpha=0.3)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7)
+    return fig
+
+
+def card(logs, label: str | None = None) -> Figure:
+    """One forum-sized picture: config card, headline numbers and small curves (1100×720 px)."""
+    from logscope.analysis.report import config_card, headline
+
+    name = label_of(logs, label)
+    h = headline(logs)
+    cfg = config_card(logs)
+    if h["prefill_points"] == 0 and h["decode"] is None and not h["acceptance"]["n"]:
+        raise NoData(f"no prefill, decode or speculative data in {_files([logs])}")
+    fig = Figure(figsize=(11, 7.2), dpi=100, layout="constrained")
+    gs = fig.add_gridspec(2, 3)
+    ax_txt = fig.add_subplot(gs[0, 0])
+    ax_txt.axis("off")
+    lines = [f"{k}: {v}" for k, v in cfg.items() if v is not None]
+    ax_txt.text(0, 1, "Configuration (from the log)\n" + "\n".join(lines), va="top",
+                fontsize=9, family="monospace", transform=ax_txt.transAxes)
+    ax_h = fig.add_subplot(gs[1, 0])
+    ax_h.axis("off")
+    hl = ["Headline (passive: measured from the log)"]
+    fit = h["prefill_fit"]
+    if fit["valid"]:
+        hl.append("prefill t/s (fit, computed tokens):")
+        hl += [f"  @ {d // 1024:>3}k  {v:>9,.0f}" for d, v in fit["predict"].items()
+               if v is not None]
+    else:
+        hl.append(f"prefill fit: {fit.get('reason') or 'no data'}")
+    if h["decode"]:
+        d = h["decode"]
+        hl.append(f"decode t/s (exact/request): median {d['median']:.1f}")
+        hl.append(f"  range {d['min']:.1f}–{d['max']:.1f}, n={d['n']}")
+    a = h["acceptance"]
+    if a["n"]:
+        hl.append(f"draft acceptance {a['rate']:.2f}, mean len {a['mean_len']:.2f}")
+    if h["aggregate"]:
+        g = h["aggregate"]
+        hl.append(f"{g['active']}-way aggregate {g['mean_tps']:.1f} t/s (peak {g['peak_tps']:.1f})")
+    p = h["pressure"]
+    hl.append(f"retracts {p['retracted']}, preemptions {p['preempted']}, "
+              f"other events {sum(v for k, v in p['events'].items() if k not in ('retract', 'preempt'))}")
+    ax_h.text(0, 1, "\n".join(hl), va="top", fontsize=9, family="monospace",
+              transform=ax_h.transAxes)
+    # small curves
+    ax_p = fig.add_subplot(gs[0, 1:])
+    pts = prefill_curve(logs, name).filter(pl.col("tokens") >= MIN_TOKENS, pl.col("depth") > 0)
+    if pts.height:
+        for src, marker, face in (("llama:request", "o", COLORS[0]),
+                                  ("llama:tick", "^", "none"), ("sglang:batch", "s", "none")):
+            q = pts.filter(pl.col("source") == src)
+            if q.height:
+                sc = ax_p.scatter(q["depth"].to_numpy(), q["tps"].to_numpy(), marker=marker,
+                                  facecolors=face, edgecolors=COLORS[0], s=30,
+                                  label=f"{src} (n={q.height})")
+                sc.set_gid(f"{name}|{src}")
+        if fit["valid"]:
+            dd = np.geomspace(max(float(pts["depth"].min()), 1.0),
+                              max(float(pts["depth"].max()), 131072.0), 100)
+            (ln,) = ax_p.plot(dd, 1 / (fit["a"] + fit["b"] * dd), color=COLORS[1], label="fit")
+            ln.set_gid(f"{name}|fit")
+        ax_p.set_xscale("log", base=2)
+        ax_p.xaxis.set_major_formatter(_kfmt)
+        ax_p.set_ylim(bottom=0)
+        ax_p.legend(fontsize=7)
+    else:
+        ax_p.text(0.5, 0.5, "no prefill data", ha="center", transform=ax_p.transAxes)
+    ax_p.set_title("Prefill t/s vs depth (filled: exact per request)", fontsize=10)
+    ax_p.grid(True, alpha=0.3)
+    ax_d = fig.add_subplot(gs[1, 1])
+    dr = decode_requests(logs, name)
+    if dr.height:
+        sc = ax_d.scatter(dr["depth"].to_numpy(), dr["decode_tps"].to_numpy(), color=COLORS[2],
+                          s=30)
+        sc.set_gid(f"{name}|decode")
+    ax_d.xaxis.set_major_formatter(_kfmt)
+    ax_d.set_title("Decode t/s vs depth (exact per request)", fontsize=10)
+    ax_d.set_ylim(bottom=0)
+    ax_d.grid(True, alpha=0.3)
+    ax_s = fig.add_subplot(gs[1, 2])
+    ar = acceptance_requests(logs, name)
+    aw = acceptance_windows(logs, name)
+    if ar.height:
+        sc = ax_s.scatter(ar["depth"].to_numpy(), ar["mean_len"].to_numpy(), color=COLORS[3],
+                          s=30)
+        sc.set_gid(f"{name}|mean_len")
+        ax_s.set_title("Mean accepted length vs depth (exact per request)", fontsize=10)
+        ax_s.xaxis.set_major_formatter(_kfmt)
+        ax_s.set_ylim(bottom=0)
+    elif aw.height:
+        (ln,) = ax_s.plot(aw["t"].to_numpy(), aw["mean_len"].to_numpy(), color=COLORS[3])
+        ln.set_gid(f"{name}|mean_len")
+        ax_s.set_title("Mean accepted length (server window avg)", fontsize=10)
+    else:
+        agg = decode_aggregate(logs, name).filter(pl.col("t1") > pl.col("t0")).sort("t0")
+        if agg.height:
+            xs, ys = _steps(agg)
+            (ln,) = ax_s.plot(xs, ys, color=COLORS[3])
+            ln.set_gid(f"{name}|aggregate")
+        ax_s.set_title("Aggregate decode t/s over time\n(sum of exact per-request rates)",
+                       fontsize=10)
+        ax_s.set_ylim(bottom=0)
+    ax_s.grid(True, alpha=0.3)
+    fig.suptitle(f"logscope passive benchmark — {name}", fontsize=12, weight="bold")
+    return fig
+
+
+__all__ = ["plot_prefill_curve", "plot_decode", "plot_acceptance", "plot_pressure", "card"]
