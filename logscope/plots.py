@@ -70,6 +70,20 @@ def _steps(seg: pl.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     return np.array(xs), np.array(ys)
 
 
+def _fit_lines(ax, pts, fit, color, name, label):
+    """The fit: solid over the observed depths, dashed where extrapolated (up to 128k)."""
+    lo = max(float(pts["depth"].min()), 1.0)
+    hi = float(pts["depth"].max())
+    d = np.geomspace(lo, hi, 100)
+    (ln,) = ax.plot(d, 1.0 / (fit["a"] + fit["b"] * d), color=color, lw=1.5, label=label)
+    ln.set_gid(f"{name}|fit")
+    if hi < 131072:
+        d2 = np.geomspace(hi, 131072.0, 50)
+        (ln2,) = ax.plot(d2, 1.0 / (fit["a"] + fit["b"] * d2), color=color, lw=1, ls="--",
+                         label="extrapolated" if name and label == "fit 1/(a+b·d)" else None)
+        ln2.set_gid(f"{name}|fit_extrapolated")
+
+
 def plot_prefill_curve(logs_list, labels=None, min_tokens: int = MIN_TOKENS) -> Figure:
     """Prefill t/s against context depth (log axis), points and the fit 1/(a + b·d)."""
     logs_list, names = _as_list(logs_list, labels)
@@ -96,12 +110,7 @@ def plot_prefill_curve(logs_list, labels=None, min_tokens: int = MIN_TOKENS) -> 
             drawn += p.height
         fit = fit_prefill(pts, min_tokens=min_tokens)
         if fit["valid"]:
-            lo = max(float(pts["depth"].min()), 1.0)
-            hi = max(float(pts["depth"].max()), 131072.0)
-            d = np.geomspace(lo, hi, 200)
-            (ln,) = ax.plot(d, 1.0 / (fit["a"] + fit["b"] * d), color=c, lw=1.5,
-                            label=f"{name}: fit 1/(a+b·d), b={fit['b']:.2e}")
-            ln.set_gid(f"{name}|fit")
+            _fit_lines(ax, pts, fit, c, name, f"{name}: fit 1/(a+b·d), b={fit['b']:.2e}")
     if drawn == 0:
         raise NoData(f"no prefill data in {_files(logs_list)}")
     ax.set_xscale("log", base=2)
@@ -112,7 +121,7 @@ def plot_prefill_curve(logs_list, labels=None, min_tokens: int = MIN_TOKENS) -> 
     ax.grid(True, which="major", alpha=0.3)
     ax.set_title("Prefill speed vs context depth\n"
                  "filled = exact per request (llama-server timings); hollow = tick intervals "
-                 "/ server window averages", fontsize=10)
+                 "/ server window averages; dashed = fit extrapolated", fontsize=10)
     if hidden:
         ax.text(0.99, 0.01, f"{hidden} point(s) under {min_tokens} tokens not drawn",
                 transform=ax.transAxes, ha="right", va="bottom", fontsize=7, color="grey")
@@ -322,6 +331,7 @@ def card(logs, label: str | None = None) -> Figure:
     cfg = config_card(logs)
     if h["prefill_points"] == 0 and h["decode"] is None and not h["acceptance"]["n"]:
         raise NoData(f"no prefill, decode or speculative data in {_files([logs])}")
+    pts = prefill_curve(logs, name).filter(pl.col("tokens") >= MIN_TOKENS, pl.col("depth") > 0)
     fig = Figure(figsize=(11, 7.2), dpi=100, layout="constrained")
     gs = fig.add_gridspec(2, 3)
     ax_txt = fig.add_subplot(gs[0, 0])
@@ -335,8 +345,9 @@ def card(logs, label: str | None = None) -> Figure:
     fit = h["prefill_fit"]
     if fit["valid"]:
         hl.append("prefill t/s (fit, computed tokens):")
-        hl += [f"  @ {d // 1024:>3}k  {v:>9,.0f}" for d, v in fit["predict"].items()
-               if v is not None]
+        top = float(pts["depth"].max()) if pts.height else 0
+        hl += [f"  @ {d // 1024:>3}k  {v:>9,.0f}" + ("  (extrapolated)" if d > 1.1 * top else "")
+               for d, v in fit["predict"].items() if v is not None]
     else:
         hl.append(f"prefill fit: {fit.get('reason') or 'no data'}")
     if h["decode"]:
@@ -356,7 +367,6 @@ def card(logs, label: str | None = None) -> Figure:
               transform=ax_h.transAxes)
     # small curves
     ax_p = fig.add_subplot(gs[0, 1:])
-    pts = prefill_curve(logs, name).filter(pl.col("tokens") >= MIN_TOKENS, pl.col("depth") > 0)
     if pts.height:
         for src, marker, face in (("llama:request", "o", COLORS[0]),
                                   ("llama:tick", "^", "none"), ("sglang:batch", "s", "none")):
@@ -367,10 +377,7 @@ def card(logs, label: str | None = None) -> Figure:
                                   label=f"{src} (n={q.height})")
                 sc.set_gid(f"{name}|{src}")
         if fit["valid"]:
-            dd = np.geomspace(max(float(pts["depth"].min()), 1.0),
-                              max(float(pts["depth"].max()), 131072.0), 100)
-            (ln,) = ax_p.plot(dd, 1 / (fit["a"] + fit["b"] * dd), color=COLORS[1], label="fit")
-            ln.set_gid(f"{name}|fit")
+            _fit_lines(ax_p, pts, fit, COLORS[1], name, "fit 1/(a+b·d)")
         ax_p.set_xscale("log", base=2)
         ax_p.xaxis.set_major_formatter(_kfmt)
         ax_p.set_ylim(bottom=0)
@@ -396,7 +403,7 @@ def card(logs, label: str | None = None) -> Figure:
         sc = ax_s.scatter(ar["depth"].to_numpy(), ar["mean_len"].to_numpy(), color=COLORS[3],
                           s=30)
         sc.set_gid(f"{name}|mean_len")
-        ax_s.set_title("Mean accepted length vs depth (exact per request)", fontsize=10)
+        ax_s.set_title("Mean accepted length vs depth\n(exact per request)", fontsize=10)
         ax_s.xaxis.set_major_formatter(_kfmt)
         ax_s.set_ylim(bottom=0)
     elif aw.height:

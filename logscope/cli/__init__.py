@@ -15,6 +15,10 @@ import click
 # command name -> (module, attribute)
 COMMANDS: dict[str, tuple[str, str]] = {
     "ingest": ("logscope.cli.ingest", "ingest"),
+    "plot": ("logscope.cli.plot", "plot"),
+    "report": ("logscope.cli.report", "report"),
+    "compare": ("logscope.cli.compare", "compare"),
+    "card": ("logscope.cli.card", "card"),
 }
 
 

@@ -1,0 +1,61 @@
+"""Shared by the analysis commands (plot, report, compare, card): read logs, name them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+SUFFIXES = (".png", ".svg", ".pdf")
+
+
+class InputClickError(click.ClickException):
+    def __init__(self, message: str, exit_code: int = 2):
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+def read_each(paths: tuple[str, ...], engine: str = "auto") -> list:
+    """One ``Logs`` per LOG argument (each is its own series); user errors as ClickException."""
+    from ..ingest import NoServerLines, read
+    from ..sources import InputError
+
+    out = []
+    for p in paths:
+        try:
+            out.append(read(p, engine=engine))
+        except InputError as e:
+            raise InputClickError(str(e), getattr(e, "exit_code", 2)) from e
+        except NoServerLines as e:
+            raise click.ClickException(
+                f"no llama-server, SGLang or vLLM lines in {p}; is this a server log?") from e
+    return out
+
+
+def labels_for(paths: tuple[str, ...], labels: tuple[str, ...]) -> list[str]:
+    if len(labels) > len(paths):
+        raise click.UsageError(f"{len(labels)} --label for {len(paths)} LOG(s)")
+    return list(labels) + [Path(p).name for p in paths[len(labels):]]
+
+
+def check_output(path: str) -> None:
+    if Path(path).suffix.lower() not in SUFFIXES:
+        raise click.UsageError(f"-o {path}: the file name must end in {', '.join(SUFFIXES)}")
+
+
+def save(fig, path: str) -> None:
+    try:
+        fig.savefig(path)
+    except OSError as e:
+        raise click.ClickException(f"cannot write {path}: {e.strerror or e}") from e
+    click.echo(f"wrote {path}", err=True)
+
+
+def no_data(fn, *args, **kwargs):
+    """Call a plotting function; its NoData becomes a one-line user error."""
+    from ..analysis._util import NoData
+
+    try:
+        return fn(*args, **kwargs)
+    except NoData as e:
+        raise click.ClickException(str(e)) from e

@@ -1,0 +1,51 @@
+"""``logscope compare``: the same metrics for several logs side by side, deltas and % change."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from ._common import check_output, labels_for, no_data, read_each, save
+
+
+@click.command()
+@click.argument("logs", nargs=-1, required=True)
+@click.option("--label", "labels", multiple=True, help="Name per LOG, in order.")
+@click.option("--format", "fmt", type=click.Choice(["md", "csv", "json"]), default="md",
+              show_default=True)
+@click.option("--plot", "plot_file", default=None,
+              help="Also overlay the prefill curves of all LOGs into this .png/.svg/.pdf.")
+def compare(logs, labels, fmt, plot_file):
+    """Compare A B [...]: metrics side by side; Δ and % are relative to the first LOG.
+
+    Example: logscope compare before.log after.log --label f16 --label q8 --plot ab.png
+    """
+    from ..analysis.compare import compare_metrics
+
+    if len(logs) < 2:
+        raise click.UsageError("compare needs at least two LOGs")
+    if plot_file:
+        check_output(plot_file)
+    names = labels_for(logs, labels)
+    frames = read_each(logs)
+    df = compare_metrics(frames, names)
+    if df.drop("metric").null_count().sum_horizontal().item() == df.height * (df.width - 1):
+        raise click.ClickException(f"no comparable data in {', '.join(logs)}")
+    if fmt == "csv":
+        click.echo(df.write_csv(), nl=False)
+    elif fmt == "json":
+        click.echo(json.dumps(df.to_dicts(), indent=2))
+    else:
+        cols = df.columns
+        click.echo("| " + " | ".join(cols) + " |")
+        click.echo("|" + "|".join("---" for _ in cols) + "|")
+        for row in df.iter_rows():
+            cells = [row[0]] + ["—" if v is None else
+                                (f"{v:+,.1f}%" if c.startswith("% ") else
+                                 f"{v:+,.2f}" if c.startswith("Δ ") else f"{v:,.2f}")
+                                for c, v in zip(cols[1:], row[1:], strict=True)]
+            click.echo("| " + " | ".join(cells) + " |")
+    if plot_file:
+        from ..plots import plot_prefill_curve
+        save(no_data(plot_prefill_curve, frames, names), plot_file)

@@ -1,0 +1,81 @@
+"""``logscope plot``: figures of the passive benchmark (PNG, SVG or PDF by file name)."""
+
+from __future__ import annotations
+
+import click
+
+from ._common import check_output, labels_for, no_data, read_each, save
+
+_opts = [
+    click.argument("logs", nargs=-1, required=True),
+    click.option("-o", "--output", required=True, help="Output file: .png, .svg or .pdf."),
+    click.option("--label", "labels", multiple=True,
+                 help="Series name, once per LOG in order (default: the file name)."),
+]
+
+
+def _common(f):
+    for o in reversed(_opts):
+        f = o(f)
+    return f
+
+
+@click.group()
+def plot() -> None:
+    """Draw the passive benchmark: prefill curve, decode, acceptance, pressure.
+
+    Example: logscope plot prefill-curve a.log b.log -o prefill.png --label before --label after
+    """
+
+
+def _run(fn, logs, output, labels):
+    check_output(output)
+    names = labels_for(logs, labels)
+    frames = read_each(logs)
+    save(no_data(fn, frames, names), output)
+
+
+@plot.command("prefill-curve")
+@_common
+def prefill_curve_cmd(logs, output, labels):
+    """Prefill t/s vs context depth (log axis): points and the fit 1/(a + b·d), one series per LOG.
+
+    Filled points are exact per request; hollow ones are tick intervals or window averages.
+
+    Example: logscope plot prefill-curve server.log -o prefill.png
+    """
+    from ..plots import plot_prefill_curve
+    _run(plot_prefill_curve, logs, output, labels)
+
+
+@plot.command("decode")
+@_common
+def decode_cmd(logs, output, labels):
+    """Decode t/s over time (tg_3s per slot), vs depth (exact per request), and aggregate.
+
+    Example: logscope plot decode server.log -o decode.png
+    """
+    from ..plots import plot_decode
+    _run(plot_decode, logs, output, labels)
+
+
+@plot.command("acceptance")
+@_common
+def acceptance_cmd(logs, output, labels):
+    """Speculative decoding: acceptance rate and mean accepted length, vs depth and over time.
+
+    Example: logscope plot acceptance spec.log -o acceptance.svg
+    """
+    from ..plots import plot_acceptance
+    _run(plot_acceptance, logs, output, labels)
+
+
+@plot.command("pressure")
+@_common
+def pressure_cmd(logs, output, labels):
+    """KV usage, running/queued requests, retract/preempt/context-shift events over time.
+
+    Example: logscope plot pressure sglang.log -o pressure.png
+    """
+    from ..plots import plot_pressure
+    _run(plot_pressure, logs, output, labels)

@@ -1,0 +1,129 @@
+"""report / compare / card / plot commands: CLI output equals the API, user errors are one line."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import polars as pl
+import pytest
+from click.testing import CliRunner
+
+import logscope
+from logscope.analysis.compare import compare_metrics
+from logscope.analysis.report import bench_table, bucket, build_report, depth_bucket, render
+from logscope.cli import cli
+from tests.conftest import CORPUS
+
+GPU = str(CORPUS / "generated-gpu-q8kv-c256k-np2.log")
+SPEC = str(CORPUS / "generated-spec-pilot-c32k-np2.log")
+
+
+def run(*args):
+    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
+
+
+def test_buckets():
+    assert bucket(512) == 512 and bucket(363) == 512 and bucket(362) == 256
+    assert bucket(724) == 512 and bucket(725) == 1024
+    assert depth_bucket(0) == 0 and depth_bucket(255) == 0 and depth_bucket(4103) == 4096
+
+
+def test_report_csv_equals_api():
+    r = run("report", GPU, "--format", "csv")
+    assert r.exit_code == 0, r.output
+    rows = list(csv.DictReader(io.StringIO(r.output)))
+    api = bench_table(logscope.read(GPU), "generated-gpu-q8kv-c256k-np2.log")
+    assert [x["test"] for x in rows] == api["test"].to_list()
+    assert [float(x["tps_mean"]) for x in rows] == pytest.approx(api["tps_mean"].to_list())
+    assert {x["source"] for x in rows} == {"passive"}
+    # the 70000-token prompt on ~nothing cached: pp65536 @ d0 at its exact rate
+    row = next(x for x in rows if x["test"] == "pp65536 @ d0")
+    assert float(row["tps_mean"]) == pytest.approx(6435.47) and row["small"] == "true"
+
+
+def test_report_md_and_json():
+    r = run("report", SPEC, "--label", "spec")
+    assert r.exit_code == 0
+    assert "| spec | tg256 @ d0 |" in r.output and "n* = fewer than 3" in r.output
+    assert "draft model" in r.output and "Prefill by depth" in r.output
+    j = json.loads(run("report", SPEC, "--format", "json").output)
+    api = build_report([logscope.read(SPEC)])
+    assert j["bench"] == json.loads(render(api, "json"))["bench"]
+    card = j["cards"]["generated-spec-pilot-c32k-np2.log"]
+    assert card["draft model"] == "models/draft.gguf" and card["context per slot"] == 16384
+
+
+def test_compare_deltas_match_api(tmp_path):
+    out = tmp_path / "ab.png"
+    r = run("compare", GPU, SPEC, "--label", "gpu", "--label", "spec", "--format", "json",
+            "--plot", str(out))
+    assert r.exit_code == 0, r.output
+    rows = {x["metric"]: x for x in json.loads(r.output.split("\nwrote")[0])}
+    api = compare_metrics([logscope.read(GPU), logscope.read(SPEC)], ["gpu", "spec"])
+    dec = api.filter(pl.col("metric") == "decode t/s, median per request (exact)").row(
+        0, named=True)
+    got = rows["decode t/s, median per request (exact)"]
+    assert got["gpu"] == pytest.approx(dec["gpu"]) and got["spec"] == pytest.approx(dec["spec"])
+    assert got["Δ spec"] == pytest.approx(dec["spec"] - dec["gpu"])
+    assert got["% spec"] == pytest.approx(100 * (dec["spec"] - dec["gpu"]) / dec["gpu"])
+    assert out.stat().st_size > 10_000
+    md = run("compare", GPU, SPEC)
+    assert md.exit_code == 0 and "| metric |" in md.output and "%" in md.output
+
+
+def test_plot_and_card_commands_write_files(tmp_path):
+    for sub in ("prefill-curve", "decode"):
+        out = tmp_path / f"{sub}.svg"
+        r = run("plot", sub, GPU, SPEC, "-o", str(out))
+        assert r.exit_code == 0, r.output
+        assert out.read_text().startswith("<?xml")
+    r = run("plot", "acceptance", SPEC, "-o", str(tmp_path / "a.png"))
+    assert r.exit_code == 0
+    r = run("card", SPEC, "-o", str(tmp_path / "card.png"))
+    assert r.exit_code == 0 and (tmp_path / "card.png").stat().st_size > 20_000
+
+
+@pytest.mark.parametrize("args,msg", [
+    (("plot", "acceptance", GPU), "no speculative decoding data in generated-gpu"),
+    (("plot", "pressure", SPEC), "no pressure data"),
+])
+def test_no_data_is_a_one_line_error(tmp_path, args, msg):
+    r = run(*args, "-o", str(tmp_path / "x.png"))
+    assert r.exit_code == 1
+    assert msg in r.output and "Traceback" not in r.output
+    assert not (tmp_path / "x.png").exists()
+
+
+def test_empty_and_foreign_logs(tmp_path):
+    empty = tmp_path / "empty.log"
+    empty.write_text("")
+    foreign = tmp_path / "foreign.log"
+    foreign.write_text("hello\nnot a server\n")
+    startup = tmp_path / "startup.log"
+    startup.write_text("\n".join(open(GPU).read().splitlines()[:9]) + "\n")
+    for log in (empty, foreign):
+        for args in (("report", str(log)), ("card", str(log), "-o", str(tmp_path / "c.png")),
+                     ("plot", "prefill-curve", str(log), "-o", str(tmp_path / "p.png"))):
+            r = run(*args)
+            assert r.exit_code == 1, (args, r.output)
+            assert "Error: no llama-server, SGLang or vLLM lines in" in r.output
+            assert "Traceback" not in r.output
+    r = run("plot", "prefill-curve", str(startup), "-o", str(tmp_path / "p.png"))
+    assert r.exit_code == 1 and "no prefill data in startup.log" in r.output
+    r = run("report", str(startup))
+    assert r.exit_code == 1 and "no completed requests" in r.output
+    r = run("card", str(startup), "-o", str(tmp_path / "c.png"))
+    assert r.exit_code == 1 and "no prefill, decode or speculative data" in r.output
+
+
+def test_bad_arguments(tmp_path):
+    r = run("plot", "decode", GPU, "-o", str(tmp_path / "x.jpg"))
+    assert r.exit_code == 2 and ".png" in r.output
+    r = run("plot", "decode", str(tmp_path / "missing.log"), "-o", str(tmp_path / "x.png"))
+    assert r.exit_code == 2 and "missing.log" in r.output
+    r = run("compare", GPU)
+    assert r.exit_code == 2
+    r = run("report", GPU, "--label", "a", "--label", "b")
+    assert r.exit_code == 2
