@@ -46,7 +46,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "bench" / "data"
 MB = 1 << 20
-BUILDER_VERSION = 3  # bump when the generator changes (invalidates bench/data/ caches)
+BUILDER_VERSION = 5  # bump when the generator changes (invalidates bench/data/ caches)
 
 ENGINES = {
     # engine: (grammar file, fixture dir, floor literal)
@@ -114,6 +114,13 @@ class Source:
     requests: list[Template]
     n_slots: int
     t0: int
+
+    @property
+    def request_bytes(self) -> float:
+        """Mean size of a rendered request (about 20 bytes of prefix and ids per line)."""
+        total = sum(len(u.body or "") + 22 + sum(len(c) + 1 for c in u.cont)
+                    for t in self.requests for u in t.units)
+        return max(total / max(len(self.requests), 1), 1.0)
 
 
 def parse_llama(p: Path) -> Source | None:
@@ -211,7 +218,10 @@ def build_llama_run(src: Source, rng: random.Random, tasks: TaskIds, n_requests:
     for u in src.header:
         out.append((u.t_us, seq, render_unit(u, u.t_us, None, None)))
         seq += 1
-    now = (src.header[-1].t_us if src.header else src.t0) + rng.randint(200_000, 2_000_000)
+    if src.header:
+        now = src.header[-1].t_us + rng.randint(200_000, 2_000_000)
+    else:  # an excerpt without its startup: the restarted clock begins a few seconds in
+        now = rng.randint(1_000_000, 30_000_000)
     free_at = [now] * src.n_slots
     for _ in range(n_requests):
         tpl = rng.choice(src.requests)
@@ -325,7 +335,6 @@ def build(engine: str, mb: float, seed: int) -> tuple[Path, dict]:
             meta["cached"] = True
             return path, meta
     rng = random.Random(f"{seed}:{engine}")
-    tasks = TaskIds(rng)
     structured: list[Source] = []
     opaque: list[tuple[str, list[str], int]] = []
     for p in logs:
@@ -349,17 +358,19 @@ def build(engine: str, mb: float, seed: int) -> tuple[Path, dict]:
                 break
             item = rng.choice(pool)
             if isinstance(item, Source):
-                chunk = build_llama_run(item, rng, tasks, rng.randint(300, 3000))
+                # every source weighs the same in expectation: a run of 0.5 to 6 MiB
+                n_req = max(20, int(rng.uniform(0.5, 6) * MB / item.request_bytes))
+                chunk = build_llama_run(item, rng, TaskIds(rng), n_req)  # ids restart per run
                 runs += 1
                 name = item.name
             else:
-                # a whole-file block is repeated until it weighs about a third of a run
+                # a whole-file block is repeated to 0.2 to 2 MiB (a third of a run)
                 name, lines, span = item
                 size = sum(len(ln) + 1 for ln in lines)
                 chunk = []
-                for _ in range(max(1, rng.randint(100, 1000) * 1500 // max(size, 1))):
+                for _ in range(max(1, int(rng.uniform(0.2, 2) * MB) // max(size, 1))):
                     chunk += replay_opaque(lines, clock,
-                                           tasks if engine == "llama-server" else None)
+                                           TaskIds(rng) if engine == "llama-server" else None)
                     clock += span + rng.randint(1, 120)
                     blocks += 1
             text = "\n".join(chunk) + "\n"
@@ -576,6 +587,19 @@ def bench_engine(engine: str, mb: float, seed: int, lark_n: int) -> dict | None:
     return res
 
 
+def code_version() -> str:
+    """The commit measured, and whether the package or grammars had uncommitted changes."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True, cwd=ROOT, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "logscope", "grammars"],
+                               capture_output=True, text=True, cwd=ROOT).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown (not a git checkout)"
+    n = len(dirty.splitlines())
+    return f"{head}" + (f" + {n} uncommitted changes in logscope/ grammars/" if n else "")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--mb", type=float, default=100, help="size of each generated log, MiB (default 100)")
@@ -591,7 +615,8 @@ def main(argv: list[str] | None = None) -> int:
 
     import logscope
     print(f"# logscope {logscope.__version__} throughput, polars {pl.__version__}, "
-          f"Python {platform.python_version()}, {os.cpu_count()} CPUs, seed {a.seed}\n", flush=True)
+          f"Python {platform.python_version()}, {os.cpu_count()} CPUs, seed {a.seed}, "
+          f"code {code_version()}\n", flush=True)
     results = []
     for eng in (ENGINES if a.engine == "all" else [a.engine]):
         r = bench_engine(eng, a.mb, a.seed, a.lark_lines)
