@@ -14,6 +14,7 @@ import click
 
 # command name -> (module, attribute)
 COMMANDS: dict[str, tuple[str, str]] = {
+    "follow": ("logscope.cli.follow", "follow"),
     "ingest": ("logscope.cli.ingest", "ingest"),
     "plot": ("logscope.cli.plot", "plot"),
     "report": ("logscope.cli.report", "report"),

@@ -1,0 +1,182 @@
+"""Follow a live log: ``tail -F`` done right, fed line by line through the same compiled grammar
+patterns as batch ingest (:func:`logscope.parse.parse_raw_line`).
+
+>>> for ev in logscope.follow.events("server.log", from_start=True):   # doctest: +SKIP
+...     print(ev["kind"], ev["line"], ev.get("tg_3s"))
+
+Every event is a dict with ``kind``, ``file`` (the followed path), ``line`` (line number in the
+file currently behind that name), ``engine``, ``variant``, the typed fields of the grammar rule,
+the wrapper fields the front end found (``wrap_*``, only when present), and a wall clock:
+``ts`` (UTC ISO 8601) with ``ts_source`` ``wrapper`` (a journald/docker timestamp on the line,
+``ts_inferred`` false) or ``read`` (the time the line was read, ``ts_inferred`` true: right for
+a live file, not for a replay with ``from_start``). ``run`` counts server runs in the followed
+file (llama-server's relative clock going back starts a new run).
+
+``ignored`` lines (known, not an event) and lines of no engine are skipped unless
+``include_ignored`` (then they come as kind ``ignored`` / ``other``); ``unrecognized`` lines
+(an engine's anchor, no known format) are always events.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+from .tail import Follower, FollowError, Position, Vanished
+
+__all__ = ["events", "EventStream", "Follower", "FollowError", "Vanished", "Position",
+           "parse_line"]
+
+
+def _ts_rel_seconds(v: Any) -> float | None:
+    """llama-server's ``M.SS.mmm.uuu`` relative clock in seconds."""
+    if not isinstance(v, str):
+        return None
+    parts = v.split(".")
+    if len(parts) != 4:
+        return None
+    try:
+        m, s, ms, us = (int(p) for p in parts)
+    except ValueError:
+        return None
+    return m * 60 + s + ms / 1e3 + us / 1e6
+
+
+def _wrap_ts(wrap: dict[str, Any]) -> str | None:
+    iso = wrap.get("wrap_iso") or wrap.get("wrap_docker")
+    if not iso:
+        return None
+    try:
+        dt = datetime.fromisoformat(iso.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if dt.tzinfo is None:
+        return None
+    return dt.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+class _Parser:
+    """parse_raw_line with a per-engine fallback: a grammar that raises on a line (a bug in
+    that grammar's compiled envelope) must not take the others down."""
+
+    def __init__(self, engines: list[str]) -> None:
+        from ..parse import parse_raw_line
+
+        self.parse_raw_line = parse_raw_line
+        self.engines = engines
+        self.broken: set[str] = set()
+
+    def __call__(self, raw: str):  # noqa: ANN204
+        engines = [e for e in self.engines if e not in self.broken]
+        try:
+            return self.parse_raw_line(raw, engines)
+        except Exception:  # noqa: BLE001
+            pass
+        wrap, text, match = {}, raw, None
+        for e in engines:
+            try:
+                wrap, text, match = self.parse_raw_line(raw, [e])
+            except Exception:  # noqa: BLE001
+                continue
+            if match is not None:
+                break
+        return wrap, text, match
+
+
+def parse_line(parser: _Parser, raw: str, file: str, line: int, *,
+               include_ignored: bool = False) -> dict[str, Any] | None:
+    wrap, _text, match = parser(raw)
+    if match is None:
+        if not include_ignored:
+            return None
+        engine, kind, variant, fields = None, "other", None, {}
+    else:
+        engine, kind, variant, fields = match
+        if kind == "ignored" and not include_ignored:
+            return None
+    ev: dict[str, Any] = {"kind": kind, "file": file, "line": line, "engine": engine,
+                          "variant": variant}
+    for k, v in fields.items():
+        if k not in ev:
+            ev[k] = v
+    for k, v in wrap.items():
+        if v is not None:
+            ev[k] = v
+    ts = _wrap_ts(wrap)
+    if ts is not None:
+        ev["ts"], ev["ts_source"], ev["ts_inferred"] = ts, "wrapper", False
+    else:
+        ev["ts"] = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        ev["ts_source"], ev["ts_inferred"] = "read", True
+    return ev
+
+
+class EventStream:
+    """Iterate the events of a followed file; :meth:`stop` ends the iteration cleanly (after
+    the current event, saving the state). See :func:`events` for the arguments."""
+
+    def __init__(self, path: str, *, from_start: bool = False, state: str | None = None,
+                 engines: list[str] | None = None, include_ignored: bool = False,
+                 state_every_lines: int = 1000, state_every_seconds: float = 1.0,
+                 vanish_timeout: float | None = None, watch: bool = True,
+                 poll_interval: float = 0.25, warn=None) -> None:  # noqa: ANN001
+        from ..grammar import available_engines, load_grammar
+        from .state import StateStore
+
+        self.engines = list(engines or available_engines())
+        self.grammars = {e: load_grammar(e).digest for e in self.engines}
+        self.parser = _Parser(self.engines)
+        self.path = path
+        self.include_ignored = include_ignored
+        self.warn = warn or (lambda m: print(f"logscope follow: {m}", file=sys.stderr))
+        self.store = None
+        resume: Position | None = None
+        if state:
+            self.store = StateStore(state, self.grammars, every_lines=state_every_lines,
+                                    every_seconds=state_every_seconds)
+            resume = self.store.load(path, warn=self.warn)
+        self.follower = Follower(path, from_start=from_start, resume=resume, store=self.store,
+                                 watch=watch, poll_interval=poll_interval,
+                                 vanish_timeout=vanish_timeout, warn=self.warn)
+        self.lines_read = 0
+        self.run = 0
+        self._last_rel: float | None = None
+        self._switches = 0
+
+    def stop(self) -> None:
+        self.follower.stop()
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        f = self.follower
+        for line_no, raw in f.lines():
+            self.lines_read += 1
+            ev = parse_line(self.parser, raw, self.path, line_no,
+                            include_ignored=self.include_ignored)
+            if ev is None:
+                continue
+            if f.switches != self._switches:  # a new file: its clock starts again
+                self._switches = f.switches
+                self._last_rel = None
+            rel = _ts_rel_seconds(ev.get("ts_rel"))
+            if rel is not None:
+                if self._last_rel is not None and rel < self._last_rel:
+                    self.run += 1
+                self._last_rel = rel
+            ev["run"] = self.run
+            ev["t_read"] = time.time()
+            yield ev
+
+
+def events(path: str, **kwargs: Any) -> Iterator[dict[str, Any]]:
+    """Follow ``path`` (``tail -F``) and yield one dict per event.
+
+    Keyword arguments: ``from_start`` (read an existing file from its start; default: only what
+    is written from now on), ``state`` (a state file to resume from and save to), ``engines``
+    (default: every grammar), ``include_ignored``, ``vanish_timeout`` (seconds a vanished file
+    is waited for; None: for ever), ``watch`` (use watchfiles/inotify; else stat polling),
+    ``poll_interval``.
+    """
+    return iter(EventStream(path, **kwargs))

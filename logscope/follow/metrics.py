@@ -1,0 +1,190 @@
+"""Prometheus metrics from followed events (``logscope follow --serve HOST:PORT``).
+
+Served with ``prometheus_client`` from its own registry (no process/platform collectors), so
+``/metrics`` holds only ``logscope_*``:
+
+counters (labels ``engine``, ``file``; ``kind`` for events)
+  ``logscope_events_total{engine,file,kind}``  every event followed
+  ``logscope_lines_total{file}``               every line read
+  ``logscope_requests_total``                  llama-server ``task_launch``; SGLang ``new_seq``
+                                               of prefill batches
+  ``logscope_prompt_tokens_total``             llama-server ``prompt_eval`` tokens (computed,
+                                               cache hits excluded); SGLang ``new_token``
+  ``logscope_generated_tokens_total``          llama-server ``eval`` tokens
+  ``logscope_draft_accepted_tokens_total`` / ``logscope_draft_generated_tokens_total``
+                                               llama-server ``draft_acceptance``; vLLM
+                                               ``spec_decoding`` per-window counts
+  ``logscope_retracts_total``                  SGLang ``retract`` events
+  ``logscope_preemptions_total``               vLLM ``preemption`` events
+gauges (labels ``engine``, ``file``, ``slot``; ``slot`` is "" where the server has none)
+  ``logscope_prefill_tokens_per_second``       last llama-server ``prompt_eval`` (exact, per
+                                               request) or vLLM window ``prompt_throughput``
+  ``logscope_decode_tokens_per_second``        last ``eval`` (exact) or vLLM ``gen_throughput``
+  ``logscope_tg_3s_tokens_per_second``         last ``decode_progress`` ``tg_3s``
+  ``logscope_draft_acceptance_ratio``          last ``draft_acceptance`` rate (0..1)
+  ``logscope_kv_cache_usage_ratio``            SGLang ``token_usage``, vLLM KV usage (0..1)
+  ``logscope_queue_requests``                  SGLang ``queue_req``, vLLM ``waiting_reqs``
+  ``logscope_running_requests``                SGLang ``running_req``, vLLM ``running_reqs``
+  ``logscope_last_event_timestamp_seconds``    wall clock of the last event read
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+from typing import Any
+
+
+class PortInUse(Exception):
+    exit_code = 2
+
+
+class Metrics:
+    def __init__(self) -> None:
+        from prometheus_client import CollectorRegistry, Counter, Gauge
+
+        self.registry = r = CollectorRegistry(auto_describe=True)
+        ef = ["engine", "file"]
+        efs = ["engine", "file", "slot"]
+        self.events = Counter("logscope_events", "Events followed, by kind.",
+                              ["engine", "file", "kind"], registry=r)
+        self.lines = Counter("logscope_lines", "Lines read from the followed file.", ["file"],
+                             registry=r)
+        self.requests = Counter("logscope_requests", "Requests started (llama-server "
+                                "task_launch, SGLang new_seq).", ef, registry=r)
+        self.prompt_tokens = Counter("logscope_prompt_tokens", "Prompt tokens computed "
+                                     "(cache hits excluded).", ef, registry=r)
+        self.gen_tokens = Counter("logscope_generated_tokens", "Generated tokens.", ef,
+                                  registry=r)
+        self.draft_acc = Counter("logscope_draft_accepted_tokens",
+                                 "Speculative draft tokens accepted.", ef, registry=r)
+        self.draft_gen = Counter("logscope_draft_generated_tokens",
+                                 "Speculative draft tokens generated.", ef, registry=r)
+        self.retracts = Counter("logscope_retracts", "SGLang retract events.", ef, registry=r)
+        self.preemptions = Counter("logscope_preemptions", "vLLM preemption events.", ef,
+                                   registry=r)
+        self.prefill_tps = Gauge("logscope_prefill_tokens_per_second",
+                                 "Last prefill speed (llama-server exact per request; vLLM "
+                                 "window average).", efs, registry=r)
+        self.decode_tps = Gauge("logscope_decode_tokens_per_second",
+                                "Last decode speed (llama-server exact per request; vLLM "
+                                "window average).", efs, registry=r)
+        self.tg_3s = Gauge("logscope_tg_3s_tokens_per_second",
+                           "Last llama-server decode progress tg_3s.", efs, registry=r)
+        self.acceptance = Gauge("logscope_draft_acceptance_ratio",
+                                "Last speculative draft acceptance rate (0..1).", efs,
+                                registry=r)
+        self.kv = Gauge("logscope_kv_cache_usage_ratio", "Last KV cache usage (0..1).", efs,
+                        registry=r)
+        self.queue = Gauge("logscope_queue_requests", "Last queued (waiting) requests.", efs,
+                           registry=r)
+        self.running = Gauge("logscope_running_requests", "Last running requests.", efs,
+                             registry=r)
+        self.last_ts = Gauge("logscope_last_event_timestamp_seconds",
+                             "Wall clock when the last event was read.", ["file"], registry=r)
+
+    def line(self, file: str) -> None:
+        self.lines.labels(file).inc()
+
+    def observe(self, ev: dict[str, Any]) -> None:
+        engine = ev.get("engine") or ""
+        file = ev.get("file") or ""
+        kind = ev.get("kind") or ""
+        slot = ev.get("slot")
+        slot = "" if slot is None or slot == -1 else str(slot)
+        ef = (engine, file)
+        efs = (engine, file, slot)
+        self.events.labels(engine, file, kind).inc()
+        if "t_read" in ev:
+            self.last_ts.labels(file).set(ev["t_read"])
+
+        def num(k: str) -> float | None:
+            v = ev.get(k)
+            return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
+
+        def add(counter, k: str) -> None:  # noqa: ANN001
+            v = num(k)
+            if v is not None and v >= 0:
+                counter.labels(*ef).inc(v)
+
+        def put(gauge, k: str, scale: float = 1.0) -> None:  # noqa: ANN001
+            v = num(k)
+            if v is not None:
+                gauge.labels(*efs).set(v * scale)
+
+        if kind == "task_launch":
+            self.requests.labels(*ef).inc()
+        elif kind == "prompt_eval":
+            add(self.prompt_tokens, "prompt_tokens")
+            put(self.prefill_tps, "prompt_tps")
+        elif kind == "eval":
+            add(self.gen_tokens, "gen_tokens")
+            put(self.decode_tps, "eval_tps")
+        elif kind == "decode_progress":
+            put(self.tg_3s, "tg_3s")
+        elif kind == "draft_acceptance":
+            add(self.draft_acc, "draft_accepted")
+            add(self.draft_gen, "draft_generated")
+            put(self.acceptance, "draft_rate")
+        elif kind == "prefill_batch":
+            add(self.requests, "new_seq")
+            add(self.prompt_tokens, "new_token")
+            put(self.queue, "queue_req")
+            put(self.running, "running_req")
+        elif kind == "decode_batch":
+            put(self.kv, "token_usage")
+            put(self.queue, "queue_req")
+            put(self.running, "running_req")
+        elif kind == "retract":
+            self.retracts.labels(*ef).inc()
+        elif kind == "preemption":
+            self.preemptions.labels(*ef).inc()
+        elif kind == "engine_stats":
+            put(self.prefill_tps, "prompt_throughput")
+            put(self.decode_tps, "gen_throughput")
+            put(self.kv, "kv_cache_usage_pct", 0.01)
+            put(self.queue, "waiting_reqs")
+            put(self.running, "running_reqs")
+        elif kind == "spec_decoding":
+            add(self.draft_acc, "num_accepted_tokens")
+            add(self.draft_gen, "num_draft_tokens")
+            if num("draft_acceptance_rate") is not None:
+                put(self.acceptance, "draft_acceptance_rate")
+            else:
+                put(self.acceptance, "draft_acceptance_pct", 0.01)
+
+    def render(self) -> bytes:
+        from prometheus_client import generate_latest
+
+        return generate_latest(self.registry)
+
+    def serve(self, host: str, port: int):  # noqa: ANN201
+        """Start the HTTP server in a daemon thread; returns the server (``.server_port``)."""
+        from prometheus_client import start_http_server
+
+        try:
+            got = start_http_server(port, addr=host, registry=self.registry)
+        except OSError as e:
+            if e.errno == errno.EADDRINUSE:
+                raise PortInUse(f"cannot serve metrics on {host}:{port}: the port is in use "
+                                "(pick another with --serve HOST:PORT)") from e
+            raise PortInUse(f"cannot serve metrics on {host}:{port}: "
+                            f"{e.strerror or os.strerror(e.errno or 0) or e}") from e
+        return got[0] if isinstance(got, tuple) else got
+
+
+def parse_hostport(s: str) -> tuple[str, int]:
+    """``HOST:PORT``, ``:PORT`` or ``PORT`` (loopback by default); ``[::1]:PORT`` for IPv6."""
+    host, port = "127.0.0.1", s
+    if s.startswith("["):
+        host, _, port = s[1:].partition("]:")
+    elif ":" in s:
+        host, _, port = s.rpartition(":")
+        host = host or "127.0.0.1"
+    try:
+        p = int(port)
+    except ValueError as e:
+        raise ValueError(f"bad --serve {s!r}: expected HOST:PORT, e.g. 127.0.0.1:9464") from e
+    if not 0 <= p <= 65535:
+        raise ValueError(f"bad --serve {s!r}: port out of range")
+    return host, p
