@@ -46,7 +46,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "bench" / "data"
 MB = 1 << 20
-BUILDER_VERSION = 5  # bump when the generator changes (invalidates bench/data/ caches)
+BUILDER_VERSION = 6  # bump when the generator changes (invalidates bench/data/ caches)
 
 ENGINES = {
     # engine: (grammar file, fixture dir, floor literal)
@@ -123,10 +123,10 @@ class Source:
         return max(total / max(len(self.requests), 1), 1.0)
 
 
-def parse_llama(p: Path) -> Source | None:
+def parse_llama(p: Path) -> list[Source]:
     lines = read_lines(p)
     if not lines:
-        return None
+        return []
     units: list[Unit] = []
     pre: list[str] = []
     for ln in lines:
@@ -139,14 +139,33 @@ def parse_llama(p: Path) -> Source | None:
         else:
             pre.append(ln)
     if len(units) < len(lines) / 2:  # not this era: replayed whole (see replay_opaque)
-        return None
+        return []
+    # a file holding several server runs (the clock goes back): one source per run
+    segments: list[list[Unit]] = [[]]
+    for u in units:
+        if segments[-1] and u.t_us < segments[-1][-1].t_us - 1_000_000:
+            segments.append([])
+        segments[-1].append(u)
+    out = []
+    for i, seg in enumerate(segments):
+        src = _source(f"{p.name}#{i + 1}" if len(segments) > 1 else p.name, seg,
+                      pre if i == 0 else [])
+        if src.requests:
+            out.append(src)
+    return out
+
+
+def _source(name: str, units: list[Unit], pre: list[str]) -> Source:
     reqs: dict[int, list[Unit]] = {}
     order: list[int] = []
     pending: dict[int, Unit] = {}
     header: list[Unit] = []
     footer: list[Unit] = []
     n_slots = 0
-    for u in units:
+    last_task: int | None = None
+    last_req_idx = -1
+    between: list[tuple[int, int, Unit]] = []  # (index, last task touched, unit)
+    for i, u in enumerate(units):
         m = SLOT_TASK.search(u.body)
         if m:
             slot, task = int(m.group(2)), int(m.group(3))
@@ -158,12 +177,23 @@ def parse_llama(p: Path) -> Source | None:
                 reqs[task] = [pending.pop(slot)] if slot in pending else []
                 order.append(task)
             reqs[task].append(u)
+            last_task, last_req_idx = task, i
             continue
         r = TASK_REF.search(u.body)
         if r and int(r.group(2)) in reqs:
             reqs[int(r.group(2))].append(u)
+            last_task, last_req_idx = int(r.group(2)), i
             continue
-        (header if not reqs else footer).append(u)
+        if last_task is None:
+            header.append(u)
+        else:
+            between.append((i, last_task, u))
+    # server lines between requests (spec statistics, "done request", prompt cache) travel with
+    # the request just before them; those after the last request are the run's tail
+    for i, task, u in between:
+        (reqs[task] if i < last_req_idx else footer).append(u)
+    for task in order:
+        reqs[task].sort(key=lambda u: u.t_us)
     for h in header:
         m = N_SLOTS.search(h.body)
         if m:
@@ -181,7 +211,7 @@ def parse_llama(p: Path) -> Source | None:
         header[0].body = None  # type: ignore[assignment]  # emitted as raw lines
     # only complete requests are replayed (a request cut by the file's end would hold its slot)
     done = [t for t in templates if t.has_release]
-    return Source(p.name, header, footer, done, max(n_slots, 1), t0)
+    return Source(name, header, footer, done, max(n_slots, 1), t0)
 
 
 def render_unit(u: Unit, t_us: int, slot: int | None, task: int | None) -> list[str]:
@@ -338,9 +368,9 @@ def build(engine: str, mb: float, seed: int) -> tuple[Path, dict]:
     structured: list[Source] = []
     opaque: list[tuple[str, list[str], int]] = []
     for p in logs:
-        src = parse_llama(p) if engine == "llama-server" else None
-        if src is not None and src.requests:
-            structured.append(src)
+        srcs = parse_llama(p) if engine == "llama-server" else []
+        if srcs:
+            structured.extend(srcs)
         else:
             lines = read_lines(p)
             if lines:
@@ -538,6 +568,8 @@ def bench_engine(engine: str, mb: float, seed: int, lark_n: int) -> dict | None:
           f"{meta['runs']} runs + {meta['opaque_blocks']} whole-file blocks from "
           f"{len(meta['sources'])} fixture logs ({how})",
           flush=True)
+    print(f"load average before measuring: {' / '.join(f'{x:.1f}' for x in os.getloadavg())} "
+          f"(1/5/15 min; {os.cpu_count()} CPUs)")
     print("mix (MiB by source): " + ", ".join(f"{k} {v}" for k, v in meta["mib_by_source"].items()),
           flush=True)
     ing = ingest_child(path, engine)  # first: nothing else in this process has warmed the cache
