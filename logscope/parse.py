@@ -8,6 +8,7 @@ compiled patterns in the same order.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -107,6 +108,13 @@ def classify(lines: pl.DataFrame, g: CompiledGrammar) -> Classified:
     """Run one engine grammar over ``lines`` (columns ``_row``, ``text``, ...)."""
     env = pl.col("text").str.extract_groups(g.envelope_regex)
     df = lines.with_columns(env.alias("_e")).unnest("_e")
+    dups = {c: m.group("field") for c in df.columns
+            if (m := _DUP_GROUP.match(c)) and c not in g.envelope_fields
+            and m.group("field") in g.envelope_fields}
+    if dups:  # a field in several envelope alternatives: the first non-null wins
+        df = df.with_columns(
+            pl.coalesce([f, *[c for c, b in dups.items() if b == f]]).alias(f)
+            for f in set(dups.values())).drop(list(dups))
     df = df.with_columns(
         [cast(pl.col(f), d).alias(f) for f, d in g.envelope_fields.items()]
         + [pl.col("_body").fill_null(pl.col("text"))]
@@ -141,11 +149,31 @@ def classify(lines: pl.DataFrame, g: CompiledGrammar) -> Classified:
     return Classified(g.engine, events, rest)
 
 
+_DUP_GROUP = re.compile(r"^(?P<field>.+)__\d+$")
+
+
+def split_envelope(g: CompiledGrammar, text: str) -> tuple[dict[str, Any], str]:
+    """(envelope fields, body) of one line. A field that occurs in several envelope alternatives
+    has one regex group per occurrence (``dp_rank``, ``dp_rank__2``): the first non-null wins."""
+    m = g._rx(g.envelope_regex).match(text)
+    if m is None:
+        return {}, text
+    env: dict[str, Any] = {}
+    for group, val in m.groupdict().items():
+        if group == "_body":
+            continue
+        dup = _DUP_GROUP.match(group)
+        name = dup.group("field") if dup and group not in g.envelope_fields else group
+        if env.get(name) is None:
+            env[name] = convert(val, g.envelope_fields[name])
+    return env, m.group("_body")
+
+
 def classify_line(text: str, engines: list[str]) -> tuple[str, str, str, dict[str, Any]] | None:
     """Per-line twin of ``classify`` over already stripped text: (engine, kind, variant, fields)."""
     for engine in engines:
         g = load_grammar(engine)
-        env, body = g.split_envelope(text)
+        env, body = split_envelope(g, text)
         for v in g.variants:
             if v.anchor and v.anchor not in body:
                 continue

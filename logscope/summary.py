@@ -15,12 +15,33 @@ def _pct(s: pl.Series) -> str:
     return f"p10 {q[0]:.1f} · p50 {q[1]:.1f} · p90 {q[2]:.1f}  (n={s.len()})"
 
 
+DRIFT_GROUPS = 5  # shapes of unrecognized lines shown in the summary
+
+
+def _drift_lines(logs: Logs) -> list[str]:
+    from .drift import group_unrecognized
+
+    unrec = logs.get("unrecognized")
+    if unrec is None or unrec.height == 0:
+        return []
+    groups = group_unrecognized(unrec)
+    out = []
+    for g in groups.head(DRIFT_GROUPS).iter_rows(named=True):
+        ex = g["example"] if len(g["example"]) <= 160 else g["example"][:160] + "…"
+        out.append(f"   {g['count']:>6} × {g['engine']}: {g['shape'][:160]}")
+        out.append(f"            e.g. {g['example_file']}:{g['example_line']}: {ex}")
+    if groups.height > DRIFT_GROUPS:
+        out.append(f"   … and {groups.height - DRIFT_GROUPS} more shape(s)")
+    return out
+
+
 def render(logs: Logs) -> str:
     s = logs.summary()
     out: list[str] = []
     if s["unrecognized"]:
         out.append(f"!! {s['unrecognized']} line(s) look like server lines but match no known "
                    "format (a new server version?) — see the `unrecognized` table")
+        out.extend(_drift_lines(logs))
     out.append(f"{s['lines']} lines in {len(logs.files)} file(s): engines "
                f"{', '.join(s['engines']) or 'none'}, {s['runs']} server run(s)")
     ev = sum(s["events"].values())

@@ -20,6 +20,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("logscope.cli.report", "report"),
     "compare": ("logscope.cli.compare", "compare"),
     "card": ("logscope.cli.card", "card"),
+    "formats": ("logscope.cli.formats", "formats"),
+    "explain": ("logscope.cli.explain", "explain"),
 }
 
 
