@@ -2,8 +2,8 @@
 
 A line's *shape* is its text with the variable parts masked: hex numbers (``0x7f3a``, hex ids
 of 8 or more digits) become ``H``, decimal numbers (ints, floats, exponents, dotted versions)
-become ``N``, runs of whitespace one space. Lines of the same shape are one format change, however many times the
-server printed it.
+become ``N``, runs of whitespace one space. Lines of the same shape are one format change,
+however many times the server printed it.
 
     >>> shape_of("slot launch_slot_: id  3 | task 1207 | processing task, t=0.25")
     'slot launch_slot_: id N | task N | processing task, t=N'

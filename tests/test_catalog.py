@@ -51,12 +51,14 @@ def test_formats_cli_engine_filter():
     assert body[0].split()[:4] == ["ENGINE", "KIND", "VARIANT", "VERSIONS"]
     assert all(line.startswith("llama-server") for line in body[1:])
     assert any("prompt_eval_b9230" in line and "b9230+" in line for line in body)
-    rows = [json.loads(x) for x in run("formats", "--json", "--kind", "retract").stdout.splitlines()]
+    out = run("formats", "--json", "--kind", "retract").stdout
+    rows = [json.loads(x) for x in out.splitlines()]
     assert rows and {r["engine"] for r in rows} == {"sglang"}
 
 
 def test_explain_event_line():
-    n = next(i for i, line in enumerate(LOG.read_text().splitlines(), 1) if "prompt eval time" in line)
+    lines = LOG.read_text().splitlines()
+    n = next(i for i, line in enumerate(lines, 1) if "prompt eval time" in line)
     r = catalog.explain(str(LOG), n)
     assert r["class"] == "event" and r["kind"] == "prompt_eval" and r["engine"] == "llama-server"
     assert r["variant"] == "prompt_eval_b9230" and r["format"].startswith("b9230+")
@@ -67,7 +69,8 @@ def test_explain_event_line():
 
 def test_explain_unrecognized_line_gives_lark_diagnostic(tmp_path):
     p = tmp_path / "x.log"
-    p.write_text("2024-05-01T10:00:00Z slot launch_slot_: id  0 | task 7 | processing tasx\nhello\n")
+    p.write_text("2024-05-01T10:00:00Z slot launch_slot_: id  0 | task 7 | processing tasx\n"
+                 "hello\n")
     r = catalog.explain(str(p), 1)
     assert r["wrapper"] == {"wrap_docker": "2024-05-01T10:00:00Z"}
     assert r["text"].startswith("slot launch_slot_")
@@ -131,5 +134,6 @@ def test_summary_shows_drift_groups(tmp_path):
     assert r.exit_code == 0, r.output
     lines = r.stdout.splitlines()
     assert lines[0].startswith("!! 2 line(s)")
-    assert "2 × llama-server: N I slot launch_slot_: id N | task N | processing tasks vN" in lines[1]
+    shape = "N I slot launch_slot_: id N | task N | processing tasks vN"
+    assert f"2 × llama-server: {shape}" in lines[1]
     assert "e.g." in lines[2] and "processing tasks v2" in lines[2]

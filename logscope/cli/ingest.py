@@ -21,7 +21,9 @@ from ..grammar import ENGINES
 def ingest(paths: tuple[str, ...], out: str | None, engine: str, as_json: bool) -> None:
     """Parse server logs (files, globs, - for stdin, .gz) into event tables.
 
-    Exit codes: 0 ok, 1 no server lines found, 2 bad input (missing file, directory, corrupt .gz).
+    Exit codes: 0 ok; 1 no server lines found (empty input, unknown format) or the --out
+    directory cannot be written; 2 bad input (missing file, directory, unreadable, corrupt .gz)
+    or a bad option (--engine).
 
     Example: logscope ingest server.log --out frames/
     """
@@ -38,6 +40,11 @@ def ingest(paths: tuple[str, ...], out: str | None, engine: str, as_json: bool) 
         logs = e.args[0]
         if as_json:
             click.echo(json.dumps(logs.summary()))
+        if logs.lines == 0:
+            names = ", ".join(f.file for f in logs.files[:3])
+            names += ", ..." if len(logs.files) > 3 else ""
+            click.echo(f"Error: {names}: empty input (0 lines)", err=True)
+            sys.exit(NoServerLines.exit_code)
         click.echo(
             f"Error: no {engine if engine != 'auto' else 'llama-server, SGLang or vLLM'} lines "
             f"found in {logs.lines} line(s) of {len(logs.files)} file(s); is this a server log? "
@@ -47,7 +54,8 @@ def ingest(paths: tuple[str, ...], out: str | None, engine: str, as_json: bool) 
         try:
             written = write_tables(logs.tables, Path(out))
         except OSError as e:
-            raise click.ClickException(f"cannot write to {out}: {e.strerror or e}") from e
+            raise click.ClickException(
+                f"cannot write the tables to {out}/: {e.strerror or e}") from e
         if not as_json:
             click.echo(f"wrote {len(written)} tables to {out}/", err=True)
     if as_json:
