@@ -47,7 +47,7 @@ def json_entry_to_text(text: str) -> str:
     ``LEVEL [func] msg | key=value ...``; anything else is returned unchanged."""
     try:
         obj = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested too deep for json (hostile input)
         return text
     if not isinstance(obj, dict) or "level" not in obj or not ("msg" in obj or "message" in obj):
         return text

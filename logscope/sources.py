@@ -85,14 +85,14 @@ def decode(data: bytes) -> tuple[str, int]:
 def normalize(text: str) -> tuple[str, int, int]:
     """Split into lines: CRLF -> LF, lone CR kept (llama-server's \\r summary lines), NUL removed,
     long lines capped. Returns (text, n_lines, capped)."""
+    if not text:  # an empty input has no line; "\n" or "\x00" alone is one (empty) line
+        return "", 0, 0
     if "\r\n" in text:
         text = text.replace("\r\n", "\n")
     if "\x00" in text:
         text = text.replace("\x00", "")
     if text.endswith("\n"):
         text = text[:-1]
-    if not text:
-        return "", 0, 0
     lines = text.split("\n")
     capped = 0
     if max(map(len, lines)) > MAX_LINE:
