@@ -18,7 +18,7 @@ import numpy as np
 import polars as pl
 from matplotlib.figure import Figure
 
-from logscope.analysis._util import NoData, label_of
+from logscope.analysis._util import EXACT, NoData, label_of
 from logscope.analysis.decode import decode_aggregate, decode_requests, decode_windows
 from logscope.analysis.prefill import fit_prefill, prefill_curve
 from logscope.analysis.pressure import pressure_events, pressure_timeline
@@ -352,14 +352,18 @@ def card(logs, label: str | None = None) -> Figure:
         hl.append(f"prefill fit: {fit.get('reason') or 'no data'}")
     if h["decode"]:
         d = h["decode"]
-        hl.append(f"decode t/s (exact/request): median {d['median']:.1f}")
+        hl.append(f"decode t/s ({'exact/request' if d['exactness'] == EXACT else 'window avg'}):"
+                  f" median {d['median']:.1f}")
         hl.append(f"  range {d['min']:.1f}–{d['max']:.1f}, n={d['n']}")
     a = h["acceptance"]
     if a["n"]:
         hl.append(f"draft acceptance {a['rate']:.2f}, mean len {a['mean_len']:.2f}")
     if h["aggregate"]:
         g = h["aggregate"]
-        hl.append(f"{g['active']}-way aggregate {g['mean_tps']:.1f} t/s (peak {g['peak_tps']:.1f})")
+        hl.append(f"{g['active']}-way aggregate decode {g['mean_tps']:.1f} t/s "
+                  f"(peak {g['peak_tps']:.1f})")
+        hl.append("  " + ("sum of exact per-request rates" if g["seconds"] is not None
+                          else "server window average"))
     p = h["pressure"]
     hl.append(f"retracts {p['retracted']}, preemptions {p['preempted']}, "
               f"other events {sum(v for k, v in p['events'].items() if k not in ('retract', 'preempt'))}")
@@ -382,9 +386,20 @@ def card(logs, label: str | None = None) -> Figure:
         ax_p.xaxis.set_major_formatter(_kfmt)
         ax_p.set_ylim(bottom=0)
         ax_p.legend(fontsize=7)
+        ax_p.set_title("Prefill t/s vs depth (filled: exact per request)", fontsize=10)
     else:
-        ax_p.text(0.5, 0.5, "no prefill data", ha="center", transform=ax_p.transAxes)
-    ax_p.set_title("Prefill t/s vs depth (filled: exact per request)", fontsize=10)
+        win = decode_windows(logs, name).filter(pl.col("source") != "llama:tg_3s")
+        if win.height:
+            (ln,) = ax_p.plot(win["t"].to_numpy(), win["tps"].to_numpy(), color=COLORS[2],
+                              marker=".", label="generation t/s (all running requests)")
+            ln.set_gid(f"{name}|decode_windows")
+            ax_p.set_xlabel("time (s, or line number where the log has no clock)")
+            ax_p.legend(fontsize=7)
+        else:
+            ax_p.text(0.5, 0.5, "no prefill data", ha="center", transform=ax_p.transAxes)
+        ax_p.set_ylim(bottom=0)
+        ax_p.set_title("Decode throughput over time (server window averages; "
+                       "no per-request prefill data)", fontsize=10)
     ax_p.grid(True, alpha=0.3)
     ax_d = fig.add_subplot(gs[1, 1])
     dr = decode_requests(logs, name)
@@ -392,9 +407,18 @@ def card(logs, label: str | None = None) -> Figure:
         sc = ax_d.scatter(dr["depth"].to_numpy(), dr["decode_tps"].to_numpy(), color=COLORS[2],
                           s=30)
         sc.set_gid(f"{name}|decode")
-    ax_d.xaxis.set_major_formatter(_kfmt)
-    ax_d.set_title("Decode t/s vs depth (exact per request)", fontsize=10)
-    ax_d.set_ylim(bottom=0)
+        ax_d.xaxis.set_major_formatter(_kfmt)
+        ax_d.set_title("Decode t/s vs depth (exact per request)", fontsize=10)
+        ax_d.set_ylim(bottom=0)
+    else:
+        tl = pressure_timeline(logs, name)
+        kv = tl.drop_nulls("kv_usage")
+        if kv.height:
+            (ln,) = ax_d.plot(kv["t"].to_numpy(), kv["kv_usage"].to_numpy(), color=COLORS[4],
+                              marker=".")
+            ln.set_gid(f"{name}|kv_usage")
+        ax_d.set_ylim(0, 1.05)
+        ax_d.set_title("KV cache usage (server window values)", fontsize=10)
     ax_d.grid(True, alpha=0.3)
     ax_s = fig.add_subplot(gs[1, 2])
     ar = acceptance_requests(logs, name)
@@ -409,7 +433,8 @@ def card(logs, label: str | None = None) -> Figure:
     elif aw.height:
         (ln,) = ax_s.plot(aw["t"].to_numpy(), aw["mean_len"].to_numpy(), color=COLORS[3])
         ln.set_gid(f"{name}|mean_len")
-        ax_s.set_title("Mean accepted length (server window avg)", fontsize=10)
+        ax_s.set_ylim(bottom=0)
+        ax_s.set_title("Mean accepted length\n(server window average)", fontsize=10)
     else:
         agg = decode_aggregate(logs, name).filter(pl.col("t1") > pl.col("t0")).sort("t0")
         if agg.height:

@@ -168,3 +168,45 @@ def test_pressure_sglang_retract_and_usage():
 def test_pressure_empty_says_so():
     s = pressure_summary(logscope.read(str(CORPUS / "generated-spec-pilot-c32k-np2.log")))
     assert s["events"] == {} and "no pressure data" in s["message"]
+
+
+def _engine_fixture(rel, table):
+    log = FIXTURES / rel
+    if not log.exists():
+        pytest.skip(f"no fixture {rel}")
+    logs = logscope.read(str(log))
+    if logs.get(table) is None or logs[table].height == 0:
+        pytest.skip(f"{table} frame not produced (engine model absent)")
+    return logs
+
+
+def test_vllm_windows_are_labelled_window_averages():
+    from logscope.analysis.report import headline, window_table
+    logs = _engine_fixture("vllm/v0.8.5-eagle-mal-no-plus-one.log", "engine_stats")
+    es = logs["engine_stats"]
+    w = decode_windows(logs)
+    assert w.height == es["gen_throughput"].drop_nulls().len()
+    assert (w["exactness"] == "server window average").all()
+    assert sorted(w["tps"].to_list()) == sorted(es["gen_throughput"].drop_nulls().to_list())
+    acc = acceptance_windows(logs)
+    sd = logs["spec_decoding"]
+    assert acc["rate"].to_list() == pytest.approx((sd["draft_acceptance_pct"] / 100).to_list())
+    wt = window_table(logs)
+    assert set(wt["exactness"]) == {"server window average"}
+    tg = wt.filter(pl.col("kind") == "tg")
+    assert tg["n"].sum() == es.filter(pl.col("gen_throughput") > 0).height
+    h = headline(logs)
+    assert h["decode"]["exactness"] == "server window average"
+
+
+def test_sglang_prefill_batches_give_window_points():
+    logs = _engine_fixture("sglang/v0.2.0-gpu-id.log", "decode_batch")
+    pts = prefill_curve(logs)
+    pb = logs["prefill_batch"]
+    if "input_throughput" in pb.columns and pb["input_throughput"].null_count() < pb.height:
+        assert (pts.filter(pl.col("source") == "sglang:batch")["exactness"]
+                == "server window average").all()
+    else:
+        assert pts.height == 0   # old SGLang: no throughput on the prefill line, no point
+    agg = decode_aggregate(logs)
+    assert agg["active"].to_list() == logs["decode_batch"]["running_req"].to_list()

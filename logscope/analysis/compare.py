@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from logscope.analysis._util import label_of
+from logscope.analysis._util import EXACT, label_of
 from logscope.analysis.report import bench_table, headline, prefill_by_depth
 
 
@@ -23,7 +23,11 @@ def _metrics(logs, label) -> dict[str, float | None]:
         m[f"prefill t/s @ {d // 1024}k (fit)"] = v
     pd = prefill_by_depth(logs, label).filter(pl.col("prompt_tokens") >= 64)
     m["prefill t/s, median per request (exact)"] = pd["tps"].median() if pd.height else None
-    m["decode t/s, median per request (exact)"] = h["decode"]["median"] if h["decode"] else None
+    d = h["decode"]
+    m["decode t/s, median per request (exact)"] = \
+        d["median"] if d and d["exactness"] == EXACT else None
+    m["decode t/s, median server window"] = \
+        d["median"] if d and d["exactness"] != EXACT else None
     g = h["aggregate"]
     m["aggregate decode t/s (most concurrent)"] = g["mean_tps"] if g else None
     a = h["acceptance"]
@@ -56,6 +60,8 @@ def compare_metrics(logs_list: list, labels: list[str] | None = None) -> pl.Data
     for n, m in zip(names, per, strict=True):
         data[n] = [m.get(k) for k in keys]
     df = pl.DataFrame(data, schema={"metric": pl.String, **{n: pl.Float64 for n in names}})
+    df = df.with_columns(pl.col(n).fill_nan(None) for n in names)
+    df = df.filter(~pl.all_horizontal(pl.col(n).is_null() for n in names))  # nothing to compare
     base = names[0]
     for n in names[1:]:
         df = df.with_columns((pl.col(n) - pl.col(base)).alias(f"Δ {n}"),

@@ -147,15 +147,15 @@ def aggregate_summary(agg: pl.DataFrame) -> pl.DataFrame:
     For window rows (t0 == t1) every window weighs the same.
     """
     if agg.height == 0:
-        return pl.DataFrame(schema={"label": pl.String, "active": pl.Int64,
+        return pl.DataFrame(schema={"label": pl.String, "source": pl.String,
+                                    "exactness": pl.String, "active": pl.Int64,
                                     "seconds": pl.Float64, "mean_tps": pl.Float64,
                                     "peak_tps": pl.Float64, "n": pl.UInt32})
-    w = pl.when(pl.col("t1") > pl.col("t0")).then(pl.col("t1") - pl.col("t0")).otherwise(1.0)
-    return (agg.filter(pl.col("active").is_not_null()).with_columns(_w=w)
-            .group_by("label", "active")
-            .agg(pl.col("_w").sum().alias("seconds"),
+    timed = pl.col("t1") > pl.col("t0")
+    w = pl.when(timed).then(pl.col("t1") - pl.col("t0")).otherwise(1.0)
+    return (agg.filter(pl.col("active").is_not_null()).with_columns(_w=w, _timed=timed)
+            .group_by("label", "source", "exactness", "active")
+            .agg(pl.when(pl.col("_timed").any()).then(pl.col("_w").sum()).alias("seconds"),
                  ((pl.col("tps") * pl.col("_w")).sum() / pl.col("_w").sum()).alias("mean_tps"),
                  pl.col("tps").max().alias("peak_tps"), pl.len().alias("n"))
-            .with_columns(pl.when(agg["t0"].eq(agg["t1"]).all()).then(None)
-                          .otherwise(pl.col("seconds")).alias("seconds"))
-            .sort("label", "active"))
+            .sort("label", "source", "active"))

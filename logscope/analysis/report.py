@@ -16,6 +16,10 @@ bucket; ``n`` counts them; ``small`` is true when n < 3 (shown as ``n*`` in Mark
 to trust the spread). ``source`` is always ``passive`` (measured from a log, not a benchmark
 run). Only completed requests count.
 
+SGLang and vLLM print no per-request timings; :func:`window_table` groups their periodic
+throughput lines by running requests instead (``tg (window) @ running=2``), labelled
+``server window average``.
+
 Prefill by depth (:func:`prefill_by_depth`): per request, like the forum's hand-made tables:
 prompt tokens computed, cached tokens, TTFT ≈ prompt eval time (server side: excludes queueing
 and network), t/s.
@@ -33,7 +37,7 @@ from pathlib import Path
 
 import polars as pl
 
-from logscope.analysis._util import EXACT, label_of, table
+from logscope.analysis._util import EXACT, WINDOW, label_of, table
 from logscope.analysis.decode import aggregate_summary, decode_aggregate
 from logscope.analysis.prefill import PREDICT_AT, fit_prefill, prefill_curve
 from logscope.analysis.pressure import pressure_summary
@@ -101,6 +105,47 @@ def bench_table(logs, label: str | None = None) -> pl.DataFrame:
                       "exactness").cast(BENCH_SCHEMA)
 
 
+def window_table(logs, label: str | None = None) -> pl.DataFrame:
+    """SGLang/vLLM throughput lines grouped like the bench table (server window averages).
+
+    ``test`` is ``pp (window) @ running=N`` (SGLang ``input throughput``, vLLM ``Avg prompt
+    throughput``) or ``tg (window) @ running=N`` (``gen throughput``), N = running requests on
+    the line; windows with zero throughput (idle) are left out. t/s is the mean ± std of the
+    window values, ``n`` the number of windows.
+    """
+    lab = label_of(logs, label)
+    parts = []
+    for name, kind, thr, run_c in (("prefill_batch", "pp", "input_throughput", "running_req"),
+                                   ("decode_batch", "tg", "gen_throughput", "running_req"),
+                                   ("engine_stats", "pp", "prompt_throughput", "running_reqs"),
+                                   ("engine_stats", "tg", "gen_throughput", "running_reqs")):
+        df = table(logs, name)
+        if df is None or thr not in df.columns:
+            continue
+        run = pl.col(run_c) if run_c in df.columns else pl.lit(None, pl.Int64)
+        parts.append(df.select(pl.lit(kind).alias("kind"), pl.col(thr).cast(pl.Float64)
+                               .alias("tps"), run.cast(pl.Int64).alias("running"))
+                     .filter(pl.col("tps") > 0))
+    if not parts:
+        return pl.DataFrame(schema=BENCH_SCHEMA)
+    df = pl.concat(parts)
+    if df.height == 0:
+        return pl.DataFrame(schema=BENCH_SCHEMA)
+    out = (df.group_by("kind", "running")
+           .agg(pl.col("tps").mean().alias("tps_mean"), pl.col("tps").std().alias("tps_std"),
+                pl.len().cast(pl.Int64).alias("n"))
+           .with_columns(
+               (pl.col("kind") + " (window) @ running="
+                + pl.col("running").cast(pl.String).fill_null("?")).alias("test"),
+               (pl.col("n") < 3).alias("small"), pl.lit(lab).alias("label"),
+               pl.lit("passive").alias("source"), pl.lit(WINDOW).alias("exactness"),
+               pl.lit(None, pl.Int64).alias("tokens_bucket"),
+               pl.col("running").alias("depth_bucket"),
+               pl.lit(None, pl.Float64).alias("tokens_per_step"))
+           .sort("kind", "running"))
+    return out.select(list(BENCH_SCHEMA)).cast(BENCH_SCHEMA)
+
+
 def prefill_by_depth(logs, label: str | None = None) -> pl.DataFrame:
     """Per completed request: prompt tokens computed, cached, depth, TTFT (s), t/s."""
     schema = {"label": pl.String, "task": pl.Int64, "prompt_tokens": pl.Int64,
@@ -129,12 +174,17 @@ CARD_FIELDS: list[tuple[str, tuple[str, ...]]] = [
     ("model", ("model_path", "model", "served_model_name")),
     ("draft model", ("draft_model", "speculative_draft_model_path", "spec_draft_model")),
     ("spec method", ("speculative_algorithm", "spec_method")),
+    ("spec tokens", ("num_spec_tokens", "speculative_num_draft_tokens")),
     ("quant", ("quantization",)),
+    ("dtype", ("dtype",)),
     ("context", ("n_ctx", "context_len", "context_length", "max_model_len")),
     ("context per slot", ("n_ctx_slot",)),
     ("slots / max running", ("n_slots", "max_running_requests")),
     ("KV cache type", ("kv_cache_dtype", "kv_pool_dtype")),
     ("TP", ("tp_size",)),
+    ("PP", ("pp_size",)),
+    ("DP", ("dp_size",)),
+    ("prefix caching", ("enable_prefix_caching",)),
     ("threads", ("n_threads",)),
 ]
 
@@ -154,7 +204,8 @@ def config_card(logs) -> dict:
     frames = [f for f in (table(logs, "server_info"), table(logs, "server_config")) if f is not None]
     card: dict = {}
     for key, names in CARD_FIELDS:
-        card[key] = _first(frames, names) if names else None
+        v = _first(frames, names) if names else None
+        card[key] = None if isinstance(v, str) and v.strip() in ("", "None", "null") else v
     card["engine"] = ", ".join(getattr(logs, "engines", []) or []) or None
     kt = _first(frames, ("cache_type_k",))
     vt = _first(frames, ("cache_type_v",))
@@ -183,13 +234,20 @@ def headline(logs) -> dict:
         d = req.drop_nulls("decode_tps")
         if d.height:
             dec = {"median": float(d["decode_tps"].median()), "min": float(d["decode_tps"].min()),
-                   "max": float(d["decode_tps"].max()), "n": d.height}
+                   "max": float(d["decode_tps"].max()), "n": d.height, "exactness": EXACT}
+    if dec is None:
+        from logscope.analysis.decode import decode_windows
+        w = decode_windows(logs).filter(pl.col("source") != "llama:tg_3s", pl.col("tps") > 0)
+        if w.height:
+            dec = {"median": float(w["tps"].median()), "min": float(w["tps"].min()),
+                   "max": float(w["tps"].max()), "n": w.height, "exactness": WINDOW}
     agg = aggregate_summary(decode_aggregate(logs))
     multi = agg.filter(pl.col("active") >= 2)
     agg_d = None
     if multi.height:
         top = multi.sort("active").row(-1, named=True)
-        agg_d = {"active": top["active"], "mean_tps": top["mean_tps"], "peak_tps": top["peak_tps"]}
+        agg_d = {"active": top["active"], "mean_tps": top["mean_tps"], "peak_tps": top["peak_tps"],
+                 "exactness": top["exactness"], "n": top["n"], "seconds": top["seconds"]}
     return {"prefill_fit": fit, "prefill_points": pts.height, "decode": dec,
             "acceptance": acceptance_summary(logs), "aggregate": agg_d,
             "pressure": pressure_summary(logs)}
@@ -202,6 +260,7 @@ def build_report(logs_list: list, labels: list[str] | None = None) -> dict:
     for logs, lab in zip(logs_list, labels, strict=True):
         name = label_of(logs, lab)
         out["bench"].append(bench_table(logs, name))
+        out["bench"].append(window_table(logs, name))
         out["prefill_by_depth"].append(prefill_by_depth(logs, name))
         out["cards"][name] = config_card(logs)
         out["headline"][name] = headline(logs)
@@ -254,7 +313,9 @@ def render(rep: dict, fmt: str = "md") -> str:
             lines.append(f"- prefill fit: none ({fit.get('reason')})")
         if h["decode"]:
             d = h["decode"]
-            lines.append(f"- decode t/s per request (exact): median {_fmt(d['median'])}, "
+            what = "per request (exact)" if d["exactness"] == EXACT else \
+                "server windows (all running requests, window average)"
+            lines.append(f"- decode t/s {what}: median {_fmt(d['median'])}, "
                          f"range {_fmt(d['min'])}–{_fmt(d['max'])}, n = {d['n']}")
         a = h["acceptance"]
         if a["n"]:
@@ -263,7 +324,9 @@ def render(rep: dict, fmt: str = "md") -> str:
         if h["aggregate"]:
             g = h["aggregate"]
             lines.append(f"- {g['active']}-way aggregate decode: {_fmt(g['mean_tps'])} t/s mean, "
-                         f"{_fmt(g['peak_tps'])} peak (sum of exact per-request rates)")
+                         f"{_fmt(g['peak_tps'])} peak ({g['exactness']}, "
+                         + (f"{g['seconds']:.1f} s with {g['active']} decoding)"
+                            if g["seconds"] is not None else f"{g['n']} windows)"))
         p = h["pressure"]
         lines.append(f"- pressure: {p['message']}" if p["message"] else
                      f"- pressure: events {p['events'] or 'none'}"
@@ -271,14 +334,19 @@ def render(rep: dict, fmt: str = "md") -> str:
                      + (f", queue max {p['queued_max']}" if p['queued_max'] is not None else ""))
         parts.append("\n" + "\n".join(lines) + "\n")
     b = rep["bench"]
-    parts.append("## llama-bench-shaped (source = passive, exact per request; n* = fewer than 3)\n")
+    parts.append("## llama-bench-shaped (source = passive; n* = fewer than 3)\n")
     rows = [[r["label"], r["test"],
              f"{r['tps_mean']:,.2f} ± {r['tps_std']:,.2f}" if r["tps_std"] is not None
              else f"{r['tps_mean']:,.2f}",
              f"{r['n']}*" if r["small"] else str(r["n"]),
-             r["tokens_per_step"], r["source"]] for r in b.iter_rows(named=True)]
-    parts.append(_md_table(["label", "test", "t/s", "n", "tokens/step", "source"], rows))
+             r["tokens_per_step"], r["source"],
+             "exact" if r["exactness"] == EXACT else "window avg"]
+            for r in b.iter_rows(named=True)]
+    parts.append(_md_table(["label", "test", "t/s", "n", "tokens/step", "source", "exactness"],
+                           rows))
     pd = rep["prefill_by_depth"]
+    if pd.height == 0:
+        return "\n".join(parts) + "\n"
     parts.append("\n## Prefill by depth (per request, exact; TTFT = server prompt eval time)\n")
     parts.append(_md_table(["label", "prompt tokens", "cached", "depth", "TTFT (s)", "t/s"],
                            [[r["label"], r["prompt_tokens"], r["cached_tokens"], r["depth"],
@@ -287,5 +355,5 @@ def render(rep: dict, fmt: str = "md") -> str:
     return "\n".join(parts) + "\n"
 
 
-__all__ = ["bench_table", "prefill_by_depth", "config_card", "headline", "build_report",
+__all__ = ["bench_table", "window_table", "prefill_by_depth", "config_card", "headline", "build_report",
            "render", "bucket", "depth_bucket", "PREDICT_AT"]

@@ -89,7 +89,9 @@ def acceptance_windows(logs, label: str | None = None) -> pl.DataFrame:
         ).cast(schema))
     if not parts:
         return pl.DataFrame(schema=schema)
-    return pl.concat(parts).sort("file", "t")
+    # a window with nothing drafted prints nan: no measurement, not a number
+    return pl.concat(parts).with_columns(pl.col("rate").fill_nan(None),
+                                         pl.col("mean_len").fill_nan(None)).sort("file", "t")
 
 
 def acceptance_per_position(logs, label: str | None = None) -> pl.DataFrame:

@@ -30,7 +30,7 @@ def compare(logs, labels, fmt, plot_file):
     names = labels_for(logs, labels)
     frames = read_each(logs)
     df = compare_metrics(frames, names)
-    if df.drop("metric").null_count().sum_horizontal().item() == df.height * (df.width - 1):
+    if df.height == 0:
         raise click.ClickException(f"no comparable data in {', '.join(logs)}")
     if fmt == "csv":
         click.echo(df.write_csv(), nl=False)
