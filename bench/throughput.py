@@ -2,6 +2,7 @@
 """Throughput benchmark: logscope ingest beside the floor, a plain ``re`` loop and lark per line.
 
     python bench/throughput.py [--mb 100] [--engine llama-server|sglang|vllm|all] [--seed 1]
+    python bench/throughput.py --engine llama-server --profile bench/data/profile.txt
 
 For each engine it builds (once; cached in ``bench/data/``, git-ignored) a deterministic mixed log
 of at least ``--mb`` MiB by replaying the real-format lines of that engine's fixture logs
@@ -619,6 +620,42 @@ def bench_engine(engine: str, mb: float, seed: int, lark_n: int) -> dict | None:
     return res
 
 
+def profile(engine: str, mb: float, seed: int, out: str) -> int:
+    """Profile one ``logscope.read`` of the generated log (in this process, grammar preloaded)."""
+    import logscope
+    from logscope.grammar import load_grammar
+
+    path, _meta = build(engine, mb, seed)
+    load_grammar(engine)
+    try:
+        from pyinstrument import Profiler
+    except ImportError:
+        Profiler = None  # noqa: N806
+    t = time.perf_counter()
+    if Profiler is not None:
+        prof = Profiler(interval=0.005)
+        prof.start()
+        logscope.read(str(path), engine=engine)
+        prof.stop()
+        text = prof.output_text(unicode=True, color=False)
+    else:
+        import cProfile
+        import io
+        import pstats
+
+        cp = cProfile.Profile()
+        cp.enable()
+        logscope.read(str(path), engine=engine)
+        cp.disable()
+        buf = io.StringIO()
+        pstats.Stats(cp, stream=buf).sort_stats("cumulative").print_stats(40)
+        text = buf.getvalue()
+    Path(out).write_text(text)
+    print(f"profiled logscope.read({path.relative_to(ROOT)}) in {time.perf_counter() - t:.1f} s "
+          f"-> {out} (code {code_version()})")
+    return 0
+
+
 def code_version() -> str:
     """The commit measured, and whether the package or grammars had uncommitted changes."""
     try:
@@ -640,7 +677,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--lark-lines", type=int, default=2000)
     ap.add_argument("--json", dest="json_out", default=None, help="also write the results here")
+    ap.add_argument("--profile", metavar="OUT", default=None,
+                    help="instead of benchmarking, profile logscope.read on the (built) log of "
+                         "--engine with pyinstrument (cProfile if it is not installed) into OUT")
     a = ap.parse_args(argv)
+    if a.profile:
+        return profile(a.engine if a.engine != "all" else "llama-server", a.mb, a.seed, a.profile)
     import platform
 
     import polars as pl
