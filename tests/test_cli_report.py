@@ -41,6 +41,9 @@ def test_report_csv_equals_api():
     # the 70000-token prompt on ~nothing cached: pp65536 @ d0 at its exact rate
     row = next(x for x in rows if x["test"] == "pp65536 @ d0")
     assert float(row["tps_mean"]) == pytest.approx(6435.47) and row["small"] == "true"
+    # it ran alongside task 2750 on the other slot: flagged, not sold as single-stream
+    assert row["shared"] == "1"
+    assert next(x for x in rows if x["test"] == "pp4096 @ d0")["shared"] == "0"
 
 
 def test_report_md_and_json():

@@ -13,7 +13,8 @@ Bucket edges (geometric rounding to a power of two): a count n >= 1 goes to buck
 ``4096`` holds 2897..5792. Depth uses the same rule, except depths below 256 are ``d0``
 (llama-bench's default of no depth). ``t/s`` is mean ± sample std over the requests in the
 bucket; ``n`` counts them; ``small`` is true when n < 3 (shown as ``n*`` in Markdown: too few
-to trust the spread). ``source`` is always ``passive`` (measured from a log, not a benchmark
+to trust the spread); ``shared`` counts the requests of the bucket that were in progress while
+another request was (their t/s shares the GPU: not a single-stream figure). ``source`` is always ``passive`` (measured from a log, not a benchmark
 run). Only completed requests count.
 
 SGLang and vLLM print no per-request timings; :func:`window_table` groups their periodic
@@ -46,7 +47,8 @@ from logscope.analysis.spec import acceptance_summary
 BENCH_SCHEMA = {"label": pl.String, "test": pl.String, "kind": pl.String,
                 "tokens_bucket": pl.Int64, "depth_bucket": pl.Int64, "tps_mean": pl.Float64,
                 "tps_std": pl.Float64, "n": pl.Int64, "small": pl.Boolean,
-                "tokens_per_step": pl.Float64, "source": pl.String, "exactness": pl.String}
+                "tokens_per_step": pl.Float64, "shared": pl.Int64, "source": pl.String,
+                "exactness": pl.String}
 
 
 def bucket(n: float | None) -> int | None:
@@ -75,23 +77,28 @@ def bench_table(logs, label: str | None = None) -> pl.DataFrame:
     req = _completed(logs)
     if req is None or req.height == 0:
         return pl.DataFrame(schema=BENCH_SCHEMA)
+    allreq = table(logs, "requests")
     rows = []
     for r in req.iter_rows(named=True):
         cached = max(r.get("cached_tokens") or 0, 0)
         p, g = r.get("prompt_tokens"), r.get("gen_tokens")
+        shared = _overlaps(allreq, r)
         if p and r.get("prompt_tps"):
             rows.append(dict(kind="pp", tb=bucket(p), db=depth_bucket(cached),
-                             tps=r["prompt_tps"], tps_step=None))
+                             tps=r["prompt_tps"], tps_step=None, shared=shared))
         if g and r.get("decode_tps"):
             rows.append(dict(kind="tg", tb=bucket(g), db=depth_bucket(cached + (p or 0)),
-                             tps=r["decode_tps"], tps_step=r.get("mean_len") or 1.0))
+                             tps=r["decode_tps"], tps_step=r.get("mean_len") or 1.0,
+                             shared=shared))
     if not rows:
         return pl.DataFrame(schema=BENCH_SCHEMA)
     df = pl.DataFrame(rows, schema={"kind": pl.String, "tb": pl.Int64, "db": pl.Int64,
-                                    "tps": pl.Float64, "tps_step": pl.Float64})
+                                    "tps": pl.Float64, "tps_step": pl.Float64,
+                                    "shared": pl.Boolean})
     out = (df.group_by("kind", "tb", "db")
            .agg(pl.col("tps").mean().alias("tps_mean"), pl.col("tps").std().alias("tps_std"),
-                pl.len().cast(pl.Int64).alias("n"), pl.col("tps_step").mean().alias("tps_step"))
+                pl.len().cast(pl.Int64).alias("n"), pl.col("tps_step").mean().alias("tps_step"),
+                pl.col("shared").sum().cast(pl.Int64).alias("shared"))
            .with_columns(
                (pl.col("kind") + pl.col("tb").cast(pl.String) + " @ d"
                 + pl.col("db").cast(pl.String)).alias("test"),
@@ -101,8 +108,18 @@ def bench_table(logs, label: str | None = None) -> pl.DataFrame:
            .sort(pl.col("kind").replace({"pp": "0", "tg": "1"}), "db", "tb"))
     return out.select("label", "test", "kind", pl.col("tb").alias("tokens_bucket"),
                       pl.col("db").alias("depth_bucket"), "tps_mean", "tps_std", "n", "small",
-                      pl.col("tps_step").alias("tokens_per_step"), "source",
+                      pl.col("tps_step").alias("tokens_per_step"), "shared", "source",
                       "exactness").cast(BENCH_SCHEMA)
+
+
+def _overlaps(req: pl.DataFrame, r: dict) -> bool:
+    """Whether another request of the same file/run was in progress at the same time."""
+    if r.get("t_start") is None or r.get("t_end") is None:
+        return False
+    o = req.filter((pl.col("file") == r["file"]) & (pl.col("run") == r["run"])
+                   & (pl.col("t_start") < r["t_end"]) & (pl.col("t_end") > r["t_start"])
+                   & ~((pl.col("slot") == r["slot"]) & (pl.col("task") == r["task"])))
+    return o.height > 0
 
 
 def window_table(logs, label: str | None = None) -> pl.DataFrame:
@@ -141,7 +158,8 @@ def window_table(logs, label: str | None = None) -> pl.DataFrame:
                pl.lit("passive").alias("source"), pl.lit(WINDOW).alias("exactness"),
                pl.lit(None, pl.Int64).alias("tokens_bucket"),
                pl.col("running").alias("depth_bucket"),
-               pl.lit(None, pl.Float64).alias("tokens_per_step"))
+               pl.lit(None, pl.Float64).alias("tokens_per_step"),
+               pl.lit(None, pl.Int64).alias("shared"))
            .sort("kind", "running"))
     return out.select(list(BENCH_SCHEMA)).cast(BENCH_SCHEMA)
 
@@ -334,11 +352,13 @@ def render(rep: dict, fmt: str = "md") -> str:
                      + (f", queue max {p['queued_max']}" if p['queued_max'] is not None else ""))
         parts.append("\n" + "\n".join(lines) + "\n")
     b = rep["bench"]
-    parts.append("## llama-bench-shaped (source = passive; n* = fewer than 3)\n")
+    parts.append("## llama-bench-shaped (source = passive; n* = fewer than 3; "
+                 "k shared = requests that ran alongside another request)\n")
     rows = [[r["label"], r["test"],
              f"{r['tps_mean']:,.2f} ± {r['tps_std']:,.2f}" if r["tps_std"] is not None
              else f"{r['tps_mean']:,.2f}",
-             f"{r['n']}*" if r["small"] else str(r["n"]),
+             (f"{r['n']}*" if r["small"] else str(r["n"]))
+             + (f" ({r['shared']} shared)" if r["shared"] else ""),
              r["tokens_per_step"], r["source"],
              "exact" if r["exactness"] == EXACT else "window avg"]
             for r in b.iter_rows(named=True)]
