@@ -47,7 +47,8 @@ def logscope_json(path: Path) -> dict:
     p = subprocess.run([*cmd, "ingest", "--json", str(path)], capture_output=True, text=True,
                        cwd=ROOT)
     if p.returncode not in (0, 1) or not p.stdout.strip():
-        raise SystemExit(f"logscope ingest --json {path} failed ({p.returncode}): {p.stderr.strip()}")
+        raise SystemExit(f"logscope ingest --json {path} failed ({p.returncode}): "
+                         f"{p.stderr.strip()}")
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 

@@ -37,7 +37,6 @@ import json
 import os
 import random
 import re
-import resource
 import subprocess
 import sys
 import time
@@ -285,7 +284,8 @@ TS_FORMS = [
 UNIX_TS = re.compile(r"^\[(\d{9,11})\]")
 UNIX_KV = re.compile(r"((?:\"timestamp\":\s*|\btimestamp=))(\d{9,11})")
 ANY_TASK = re.compile(
-    r"(task |id_task = |task id = |task id: |id_task=|\"id_task\":\s*|\"task_id\":\s*|task_id=)(\d+)")
+    r"(task |id_task = |task id = |task id: |id_task=|\"id_task\":\s*|\"task_id\":\s*"
+    r"|task_id=)(\d+)")
 
 
 def shift_ts(line: str, off: int) -> str:
@@ -454,7 +454,8 @@ print(json.dumps({"wall": wall, "rss_before_kb": rss0, "lines": s["lines"], "eve
 
 RUNNER = r"""
 import resource, subprocess, sys
-p = subprocess.run([sys.executable, "-c", sys.argv[1], *sys.argv[2:]], capture_output=True, text=True)
+p = subprocess.run([sys.executable, "-c", sys.argv[1], *sys.argv[2:]],
+                   capture_output=True, text=True)
 sys.stderr.write(p.stderr)
 print(p.stdout.strip())
 print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
@@ -483,28 +484,41 @@ ST = r".*?id\s+(\d+) \| task (-?\d+) \|\s*"
 RE_KINDS: dict[str, list[tuple[str, str, str]]] = {
     # kind: [(literal, regex, field types)]
     "llama-server": [
-        ("prompt eval time =", TS + ST + r"prompt eval time =\s*([\d.]+) ms /\s*(\d+) tokens", "iiiiiifi"),
+        ("prompt eval time =",
+         TS + ST + r"prompt eval time =\s*([\d.]+) ms /\s*(\d+) tokens", "iiiiiifi"),
         ("eval time =", TS + ST + r"eval time =\s*([\d.]+) ms /\s*(\d+) tokens", "iiiiiifi"),
         ("total time =", TS + ST + r"total time =\s*([\d.]+) ms /\s*(\d+) tokens", "iiiiiifi"),
         ("graphs reused =", TS + ST + r"graphs reused =\s*(\d+)", "iiiiiii"),
-        ("draft acceptance", TS + ST + r"draft acceptance = ([\d.]+) \(\s*(\d+) accepted /\s*(\d+) generated\)", "iiiiiifii"),
-        ("stop processing:", TS + ST + r"stop processing: n_\w+ = (\d+), truncated = (\d)", "iiiiiiii"),
+        ("draft acceptance",
+         TS + ST + r"draft acceptance = ([\d.]+) \(\s*(\d+) accepted /\s*(\d+) generated\)",
+         "iiiiiifii"),
+        ("stop processing:",
+         TS + ST + r"stop processing: n_\w+ = (\d+), truncated = (\d)", "iiiiiiii"),
         ("processing task", TS + ST + r"processing task", "iiiiii"),
-        ("prompt processing", TS + ST + r"prompt processing(?: progress)?, n_\w+ =\s*(\d+).*?progress = ([\d.]+)", "iiiiiiif"),
+        ("prompt processing",
+         TS + ST + r"prompt processing(?: progress)?, n_\w+ =\s*(\d+).*?progress = ([\d.]+)",
+         "iiiiiiif"),
         ("tg =", TS + ST + r"n_(?:gen|decoded) =\s*(\d+), tg =\s*([\d.]+) t/s", "iiiiiiif"),
         ("selected slot by", TS + ST + r"selected slot by (\w+)", "iiiiiis"),
         ("cancel task", TS + r".*?cancel task, id_task = (\d+)", "iiiii"),
-        ("context shift", TS + ST + r"slot context shift, n_keep = (\d+), n_left = (\d+), n_discard = (\d+)", "iiiiiiiii"),
+        ("context shift",
+         TS + ST + r"slot context shift, n_keep = (\d+), n_left = (\d+), n_discard = (\d+)",
+         "iiiiiiiii"),
         ("error:", TS + r".*?task id = (\d+), error: (.*)", "iiiiis"),
     ],
     "sglang": [
-        ("Prefill batch", r".*?Prefill batch.*?#new-seq: (\d+), #new-token: (\d+), #cached-token: (\d+)", "iii"),
-        ("Decode batch", r".*?Decode batch.*?#running-req: (\d+), #token: (\d+).*?gen throughput \(token/s\): ([\d.]+)", "iif"),
+        ("Prefill batch",
+         r".*?Prefill batch.*?#new-seq: (\d+), #new-token: (\d+), #cached-token: (\d+)", "iii"),
+        ("Decode batch",
+         r".*?Decode batch.*?#running-req: (\d+), #token: (\d+).*?gen throughput \(token/s\): "
+         r"([\d.]+)", "iif"),
         ("Retract", r".*?(Retract requests)", "s"),
         ("Decode out of memory", r".*?(Decode out of memory)", "s"),
     ],
     "vllm": [
-        ("Avg prompt throughput", r".*?Avg prompt throughput: ([\d.]+) tokens/s, Avg generation throughput: ([\d.]+) tokens/s", "ff"),
+        ("Avg prompt throughput",
+         r".*?Avg prompt throughput: ([\d.]+) tokens/s, "
+         r"Avg generation throughput: ([\d.]+) tokens/s", "ff"),
         ("Prefix cache hit rate: GPU", r".*?Prefix cache hit rate: GPU: ([\d.]+)%", "f"),
         ("acceptance", r".*?[Aa]cceptance (?:rate|length): ([\d.]+)", "f"),
         ("preempted", r".*?(preempted)", "s"),
@@ -541,7 +555,8 @@ def lark_sample(path: Path, engine: str, n: int, seed: int) -> tuple[float, int,
     with path.open(encoding="utf-8", errors="replace") as f:
         lines = [ln.rstrip("\n") for ln in f]
     rng = random.Random(f"{seed}:lark:{engine}")
-    sample = [strip_line(lines[i])[1] for i in sorted(rng.sample(range(len(lines)), min(n, len(lines))))]
+    picks = sorted(rng.sample(range(len(lines)), min(n, len(lines))))
+    sample = [strip_line(lines[i])[1] for i in picks]
     del lines
     parser = load_grammar(engine).lark()
     failed = 0
@@ -590,22 +605,28 @@ def bench_engine(engine: str, mb: float, seed: int, lark_n: int) -> dict | None:
         "rss_before_read_mib": ing["rss_before_kb"] / 1024,
         "events": sum(best["events"].values()), "ignored": best["ignored"],
         "unrecognized": best["unrecognized"], "requests": best["requests"], "runs": best["runs"],
-        "re_s": rl_s, "re_events": rl_events, "lark_s": lk_s, "lark_n": lk_n, "lark_failed": lk_fail,
+        "re_s": rl_s, "re_events": rl_events,
+        "lark_s": lk_s, "lark_n": lk_n, "lark_failed": lk_fail,
         "lark_est_full_s": lines / lark_lps,
     }
     mbps = lambda s: size / MB / s  # noqa: E731
     print()
     print("| measurement | wall s | MiB/s | lines/s | notes |")
     print("|---|---:|---:|---:|---|")
-    print(f"| floor: `pl.scan_lines` + literal `{literal}` + count | {fl_s:.3f} | {mbps(fl_s):,.0f} | "
+    print(f"| floor: `pl.scan_lines` + literal `{literal}` + count | {fl_s:.3f} | "
+          f"{mbps(fl_s):,.0f} | "
           f"{lines / fl_s:,.0f} | {fl_n:,} hits, best of 3 |")
-    print(f"| `logscope.read(engine={engine!r})` | {best['wall']:.2f} | {mbps(best['wall']):,.1f} | "
+    print(f"| `logscope.read(engine={engine!r})` | {best['wall']:.2f} | "
+          f"{mbps(best['wall']):,.1f} | "
           f"{lines / best['wall']:,.0f} | best of 2 ({ing['wall']:.2f} / {ing2['wall']:.2f}); "
-          f"{res['events']:,} events, {res['ignored']:,} ignored, {res['unrecognized']:,} unrecognized, "
+          f"{res['events']:,} events, {res['ignored']:,} ignored, "
+          f"{res['unrecognized']:,} unrecognized, "
           f"{res['requests']:,} requests, {res['runs']} runs |")
-    print(f"| plain per-line Python `re` loop | {rl_s:.2f} | {mbps(rl_s):,.1f} | {rl_lines / rl_s:,.0f} | "
+    print(f"| plain per-line Python `re` loop | {rl_s:.2f} | {mbps(rl_s):,.1f} | "
+          f"{rl_lines / rl_s:,.0f} | "
           f"{rl_events:,} events of the main kinds |")
-    print(f"| lark per line (sample of {lk_n:,}) | {lk_s:.2f} | {mbps(res['lark_est_full_s']):,.2f} | "
+    print(f"| lark per line (sample of {lk_n:,}) | {lk_s:.2f} | "
+          f"{mbps(res['lark_est_full_s']):,.2f} | "
           f"{lark_lps:,.0f} | {lk_fail} sample lines lark rejects; whole file would take ≈ "
           f"{res['lark_est_full_s'] / 60:,.0f} min |")
     print()
@@ -613,9 +634,11 @@ def bench_engine(engine: str, mb: float, seed: int, lark_n: int) -> dict | None:
     print("|---|---:|")
     print(f"| ingest / floor (wall) | {best['wall'] / fl_s:.1f}× |")
     print(f"| re loop / ingest (wall) | {rl_s / best['wall']:.2f}× |")
-    print(f"| ingest speed-up over lark per line (lines/s) | {(lines / best['wall']) / lark_lps:,.0f}× |")
+    print(f"| ingest speed-up over lark per line (lines/s) | "
+          f"{(lines / best['wall']) / lark_lps:,.0f}× |")
     print(f"| peak RSS of the ingest (child, `RUSAGE_CHILDREN`) | {res['peak_rss_mib']:,.0f} MiB "
-          f"({res['peak_rss_mib'] / (size / MB):.1f}× the file; {res['rss_before_read_mib']:.0f} MiB after imports) |")
+          f"({res['peak_rss_mib'] / (size / MB):.1f}× the file; "
+          f"{res['rss_before_read_mib']:.0f} MiB after imports) |")
     print(flush=True)
     return res
 
@@ -671,7 +694,8 @@ def code_version() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--mb", type=float, default=100, help="size of each generated log, MiB (default 100)")
+    ap.add_argument("--mb", type=float, default=100,
+                    help="size of each generated log, MiB (default 100)")
     ap.add_argument("--engine", default="all", choices=["all", *ENGINES],
                     help="which engine(s) to benchmark (default: all with a grammar and fixtures)")
     ap.add_argument("--seed", type=int, default=1)
