@@ -31,6 +31,8 @@ INT, FLOAT, FLOAT_LIST, BOOL, STR = "int", "float", "float_list", "bool", "str"
 _BASE_DTYPES = {
     "INT": INT,
     "SIGNED_INT": INT,
+    "PORT_NUMBER": INT,
+    "UNIX_SECONDS": INT,
     "FLOAT": FLOAT,
     "FLOAT_LIST": FLOAT_LIST,
     "BOOL01": BOOL,

@@ -21,6 +21,8 @@ from .parse import DTYPES, EVENT, IGNORED, UNRECOGNIZED, classify
 
 COMMON_COLUMNS = ["file", "line", "run", "engine", "ts", "ts_source", "ts_inferred", "t_rel",
                   "level", "slot", "task", "variant"]
+# columns an engine model may add to its event rows (kept in the kind tables when present)
+MODEL_COLUMNS = {"basis": pl.String, "counter": pl.String, "mean_acceptance_length_raw": pl.Float64}
 MAX_DIAGNOSTICS = 200  # lark explains at most this many unrecognized lines per ingest
 
 
@@ -157,7 +159,7 @@ def _classify_all(lines: pl.DataFrame, engines: list[str], files: list[FileStats
         rows = res.events.with_columns(pl.lit(eng).alias("engine"))
         if rows.filter(~pl.col("kind").is_in([IGNORED, UNRECOGNIZED])).height == 0:
             # only ignored/unknown lines of this engine: keep them, but it is not "found"
-            per_engine_rows.append(rows.with_columns(pl.lit(0, pl.Int32).alias("run")))
+            per_engine_rows.append(rows.with_columns(pl.lit(1, pl.Int32).alias("run")))
             continue
         found.append(eng)
         out = model_for(eng)(rows, mtimes)
@@ -195,8 +197,11 @@ def _kind_table(rows: pl.DataFrame, kind: str, fields: dict[str, str],
             cols.append(pl.col(c))
         else:
             cols.append(pl.lit(None).alias(c))
+    for c in MODEL_COLUMNS:
+        if c in sub.columns and sub.get_column(c).null_count() < sub.height:
+            cols.append(pl.col(c))
     for f, d in fields.items():
-        if f in COMMON_COLUMNS:
+        if f in COMMON_COLUMNS or f in MODEL_COLUMNS:
             continue
         cols.append(pl.col(f).cast(DTYPES[d]) if f in sub.columns
                     else pl.lit(None, dtype=DTYPES[d]).alias(f))

@@ -25,7 +25,7 @@ def llama_server_model(rows: pl.DataFrame, mtimes: dict[str, float | None]) -> d
 
 def generic_model(rows: pl.DataFrame, mtimes: dict[str, float | None]) -> dict[str, pl.DataFrame]:
     """Engines without a dedicated model yet: rows as they are, one run per file."""
-    return {"_rows": rows.with_columns(pl.lit(0, pl.Int32).alias("run"))}
+    return {"_rows": rows.with_columns(pl.lit(1, pl.Int32).alias("run"))}
 
 
 def model_for(engine: str) -> Model:

@@ -48,7 +48,7 @@ def attach_continuations(df: pl.DataFrame) -> pl.DataFrame:
     ``slot N released`` right after the block).
     """
     is_cont = pl.col("variant").is_in(CONTINUATION_VARIANTS)
-    grp = ["file", "router_port"]
+    grp = ["file", "_port"]
     df = df.sort("file", "line").with_columns(
         (~is_cont).cum_sum().over(grp).alias("_block"),
     )
@@ -57,7 +57,7 @@ def attach_continuations(df: pl.DataFrame) -> pl.DataFrame:
         .select(*grp, "_block", pl.col("variant").alias("_hv"), pl.col("slot").alias("_hs"),
                 pl.col("task").alias("_ht"), pl.col("t_rel").alias("_htr"))
     )
-    df = df.join(head, on=[*grp, "_block"], how="left", nulls_equal=True)
+    df = df.join(head, on=[*grp, "_block"], how="left")
     from_header = is_cont & (pl.col("_hv") == HEADER_VARIANT)
     df = df.with_columns(
         pl.when(from_header).then(pl.col("_hs")).otherwise(pl.col("slot")).alias("slot"),
@@ -79,13 +79,28 @@ def attach_continuations(df: pl.DataFrame) -> pl.DataFrame:
             pl.when(orphan).then(pl.col("_rs")).otherwise(pl.col("slot")).alias("slot"),
             pl.when(orphan).then(pl.col("_rt")).otherwise(pl.col("task")).alias("task"),
         ).drop("_rs", "_rt")
-    return df.sort("file", "line")
+    # era A prints neither slot nor task: each timing block is one request, numbered in order
+    era_a = pl.col("variant").is_in(["prompt_eval_a", "eval_a", "total_a"])
+    block_no = (pl.col("variant") == "prompt_eval_a").cast(pl.Int64).cum_sum().over(grp) - 1
+    df = df.sort("file", "line").with_columns(
+        pl.when(era_a & pl.col("task").is_null()).then(block_no).otherwise(pl.col("task"))
+        .alias("task"))
+    # era B prints the slot but not the task on release and timing lines: the task is the
+    # last one launched on that slot
+    last_task = (pl.when(pl.col("kind") == "task_launch").then(pl.col("task"))
+                 .forward_fill().over([*grp, "slot"]))
+    df = df.sort("file", "line").with_columns(
+        pl.when(pl.col("task").is_null() & pl.col("slot").is_not_null()
+                & pl.col("kind").is_in(["release", "prompt_eval", "eval", "total",
+                                        "cache_trim", "context_shift"]))
+        .then(last_task).otherwise(pl.col("task")).alias("task"))
+    return df
 
 
 def assign_runs(df: pl.DataFrame) -> pl.DataFrame:
     """Split each file (and router child) into server runs: a new run starts when the relative
     clock goes back, or at a startup line (build / verbosity) that follows request lines."""
-    grp = ["file", "router_port"]
+    grp = ["file", "_port"]
     t = pl.col("t_rel").forward_fill().over(grp)
     prev_t = t.shift(1).over(grp)
     is_start = pl.col("variant").is_in(RUN_START_VARIANTS)
@@ -100,8 +115,8 @@ def assign_runs(df: pl.DataFrame) -> pl.DataFrame:
                                 & is_start)).alias("_restart")
     )
     # seen_request resets per run: recompute iteratively is overkill; one restart per block is ok
-    return df.with_columns(pl.col("_restart").cast(pl.Int32).cum_sum().over(grp).alias("run")) \
-        .drop("_restart")
+    return df.with_columns(
+        (pl.col("_restart").cast(pl.Int32).cum_sum().over(grp) + 1).alias("run")).drop("_restart")
 
 
 def anchor_clock(df: pl.DataFrame, mtime: dict[str, float | None]) -> pl.DataFrame:
@@ -113,7 +128,7 @@ def anchor_clock(df: pl.DataFrame, mtime: dict[str, float | None]) -> pl.DataFra
     """
     from .. import clock
 
-    grp = ["file", "router_port", "run"]
+    grp = ["file", "_port", "run"]
     wrap_ts = clock.wrapper_ts_expr()
     df = df.with_columns(wrap_ts.alias("_wts"))
     # anchor per run: min(wrapper - t_rel) (as klif does); else the file mtime minus last t_rel
@@ -153,22 +168,30 @@ def prepare(events: pl.DataFrame, mtime: dict[str, float | None]) -> pl.DataFram
     """Continuations, runs and clocks over all classified llama-server rows."""
     df = _ensure(events, {"router_port": pl.Int64, "ts_rel": pl.String, "slot": pl.Int64,
                           "task": pl.Int64, "unix_ts": pl.Int64, "level": pl.String})
-    df = df.with_columns(_t_rel().alias("t_rel"))
+    # the router port (0 = not under a router) separates clocks and continuation blocks
+    df = df.with_columns(_t_rel().alias("t_rel"), pl.col("router_port").fill_null(0).alias("_port"))
     df = attach_continuations(df)
     df = assign_runs(df)
     df = anchor_clock(df, mtime)
-    return df
+    return df.with_columns(
+        pl.when(pl.col("kind").is_in(["prompt_eval", "eval", "total", "draft_acceptance"]))
+        .then(pl.lit("exact_per_request"))
+        .when(pl.col("kind") == "decode_progress")
+        .then(pl.lit("tg: cumulative per request; tg_3s: window since the previous tick"))
+        .when(pl.col("kind") == "prompt_progress")
+        .then(pl.lit("cumulative since the prompt started"))
+        .alias("basis"))
 
 
 def _first(kind_df: pl.DataFrame, cols: dict[str, str]) -> pl.DataFrame:
-    key = ["file", "run", "slot", "task"]
+    key = ["file", "_port", "run", "slot", "task"]
     have = {src: dst for src, dst in cols.items() if src in kind_df.columns}
     return kind_df.group_by(key).agg([pl.col(s).first().alias(d) for s, d in have.items()])
 
 
 def build_requests(df: pl.DataFrame) -> pl.DataFrame:
-    """One row per (file, run, slot, task) that the server launched or reported on."""
-    key = ["file", "run", "slot", "task"]
+    """One row per (file, router port, run, slot, task) that the server launched or reported on."""
+    key = ["file", "_port", "run", "slot", "task"]
 
     def kind(k: str) -> pl.DataFrame:
         return df.filter(pl.col("kind") == k)
@@ -183,25 +206,26 @@ def build_requests(df: pl.DataFrame) -> pl.DataFrame:
     )
     # requests seen only through their summary (log cut at the start) still count
     summ = df.filter(pl.col("kind").is_in(["prompt_eval", "eval", "release"])
-                     & pl.col("task").is_not_null() & pl.col("slot").is_not_null())
+                     & (pl.col("task").is_null() | (pl.col("task") >= 0)))
     extra = summ.group_by(key).agg(
         pl.col("t_rel").min().alias("t_start"), pl.col("ts").min().alias("ts_start"),
         pl.col("line").min().alias("line_start"))
-    base = pl.concat([base, extra.join(base, on=key, how="anti")], how="diagonal_relaxed")
+    base = pl.concat([base, extra.join(base, on=key, how="anti", nulls_equal=True)],
+                     how="diagonal_relaxed")
 
     # slot selection (task -1) belongs to the next launch of the same slot
     sel = kind("slot_select")
     if sel.height:
-        sel = sel.select("file", "run", "slot", "line",
+        sel = sel.select("file", "_port", "run", "slot", "line",
                          pl.col("variant").str.extract(r"slot_select_([a-z]+)_").alias("select_method"),
                          *[c for c in ("sim_best", "f_keep") if c in sel.columns]).sort("line")
         starts = base.select(*key, "line_start").sort("line_start")
         picked = sel.join_asof(starts, left_on="line", right_on="line_start",
-                               by=["file", "run", "slot"], strategy="forward",
+                               by=["file", "_port", "run", "slot"], strategy="forward",
                                check_sortedness=False)
         picked = picked.filter(pl.col("task").is_not_null()).group_by(key).agg(
             pl.all().exclude(*key, "line", "line_start").last())
-        base = base.join(picked, on=key, how="left")
+        base = base.join(picked, on=key, how="left", nulls_equal=True)
 
     pe = _first(kind("prompt_eval"), {"prompt_tokens": "prompt_tokens", "prompt_ms": "prompt_ms",
                                        "prompt_tps": "prompt_tps"})
@@ -249,7 +273,7 @@ def build_requests(df: pl.DataFrame) -> pl.DataFrame:
     # cancel / error lines name the task only
     def by_task(k: str, agg: list[pl.Expr]) -> pl.DataFrame | None:
         sub = kind(k)
-        return sub.group_by("file", "run", "task").agg(agg) if sub.height else None
+        return sub.group_by("file", "_port", "run", "task").agg(agg) if sub.height else None
 
     cancel = by_task("cancel", [pl.lit(True).alias("cancel_line")])
     err = by_task("task_error", [pl.col("error_text").first().alias("error")])
@@ -257,10 +281,10 @@ def build_requests(df: pl.DataFrame) -> pl.DataFrame:
     out = base
     for part in (pe, ev, tt, gr, dr, rel, npr, trim, shift, ppagg, tgagg):
         if part is not None and part.height:
-            out = out.join(part, on=key, how="left")
+            out = out.join(part, on=key, how="left", nulls_equal=True)
     for part in (cancel, err):
         if part is not None:
-            out = out.join(part, on=["file", "run", "task"], how="left")
+            out = out.join(part, on=["file", "_port", "run", "task"], how="left")
     out = _ensure(out, {
         "prompt_tokens": pl.Int64, "prompt_ms": pl.Float64, "prompt_tps": pl.Float64,
         "gen_tokens": pl.Int64, "decode_ms": pl.Float64, "decode_tps": pl.Float64,
@@ -311,9 +335,12 @@ def build_requests(df: pl.DataFrame) -> pl.DataFrame:
         pl.when(pl.col("error").is_not_null()).then(pl.lit("error"))
         .when(has_summary).then(pl.lit("completed"))
         .when(pl.col("cancel_line").fill_null(False)).then(pl.lit("cancelled"))
+        # released with no summary and no error: aborted (era B prints no cancel line)
+        .when(pl.col("ctx_tokens").is_not_null()).then(pl.lit("cancelled"))
         .otherwise(pl.lit("incomplete"))
     )
     out = out.with_columns(
+        pl.when(pl.col("_port") > 0).then(pl.col("_port")).alias("router_port"),
         status.alias("status"),
         (status == "cancelled").alias("cancelled"),
         pl.coalesce("_ts_release", "_ts_summary").alias("ts_end"),
@@ -323,7 +350,7 @@ def build_requests(df: pl.DataFrame) -> pl.DataFrame:
         .otherwise(pl.col("prompt_total")).alias("prompt_total"),
     )
     cols = [
-        "file", "run", "slot", "task", "status", "cancelled", "truncated", "error", "is_child",
+        "file", "router_port", "run", "slot", "task", "status", "cancelled", "truncated", "error", "is_child",
         "select_method", "sim_best", "f_keep", "ts_start", "ts_end", "t_start", "t_end",
         "prompt_total", "cached_tokens", "cached_source", "prompt_tokens", "prompt_ms",
         "prompt_tps", "gen_tokens", "decode_ms", "decode_tps", "total_ms", "graphs_reused",

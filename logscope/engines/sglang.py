@@ -1,0 +1,42 @@
+"""SGLang's engine model: clocks, runs, and window-average labelling of batch lines.
+
+SGLang prints local wall-clock time (``[YYYY-mm-dd HH:MM:SS DP0 TP0]``, or ``[HH:MM:SS TP0]``
+before 0.3.4): ``ts`` is that time taken as UTC (``ts_source = log``; the server's time zone is
+not printed, usually UTC in containers). Without a date the file's mtime gives it
+(``log:date_from_mtime``, inferred). ``gen_throughput`` / ``input_throughput`` are the
+scheduler's averages over its logging window (``basis = window_average``); ``#new-token`` counts
+computed prefill tokens and ``#cached-token`` the radix-cache hits, kept apart.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from .windows import BASIS_WINDOW, ensure, runs_from_config
+
+
+def model(rows: pl.DataFrame, mtimes: dict[str, float | None]) -> dict[str, pl.DataFrame]:
+    df = ensure(rows, {"sg_date": pl.String, "sg_time": pl.String, "sg_msec": pl.Int64,
+                       "dp_rank": pl.Int64, "tp_rank": pl.Int64})
+    df = df.sort("file", "line")
+    mt = pl.col("file").replace_strict(mtimes, default=None, return_dtype=pl.Float64)
+    mt_date = (mt * 1e6).cast(pl.Int64).cast(pl.Datetime("us", "UTC")).dt.strftime("%Y-%m-%d")
+    date = pl.coalesce(pl.col("sg_date"), mt_date)
+    stamp = pl.concat_str([date, pl.lit(" "), pl.col("sg_time")])
+    ts = stamp.str.to_datetime("%Y-%m-%d %H:%M:%S", strict=False, time_unit="us") \
+        .dt.replace_time_zone("UTC")
+    ts = ts + pl.duration(milliseconds=pl.col("sg_msec").fill_null(0))
+    df = df.with_columns(
+        ts.alias("ts"),
+        pl.when(pl.col("sg_time").is_null()).then(None)
+        .when(pl.col("sg_date").is_not_null()).then(pl.lit("log"))
+        .otherwise(pl.lit("log:date_from_mtime")).alias("ts_source"),
+        (pl.col("sg_date").is_null() & pl.col("sg_time").is_not_null()).alias("ts_inferred"),
+        pl.lit(None, pl.Float64).alias("t_rel"),
+        pl.col("dp_rank").alias("slot"),  # the DP group plays the slot's part in the frames
+        pl.lit(None, pl.Int64).alias("task"),
+        pl.when(pl.col("kind").is_in(["prefill_batch", "decode_batch"]))
+        .then(pl.lit(BASIS_WINDOW)).alias("basis"),
+    )
+    df = df.with_columns(runs_from_config(df, ["prefill_batch", "decode_batch"]))
+    return {"_rows": df}

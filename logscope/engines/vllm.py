@@ -1,0 +1,59 @@
+"""vLLM's engine model: the year of ``MM-DD HH:MM:SS`` stamps, runs, counters and spec metrics.
+
+* ``ts``: vLLM prints no year. It comes from an outer wrapper timestamp (journald/docker) where
+  present, else from the file's mtime as the year of the last line, walking back over Dec→Jan
+  rollovers; ``ts_inferred`` says so.
+* ``engine_stats`` throughputs are averages over the logging interval (``basis``).
+* ``spec_decoding``: V1 lines count per interval; V0 lines (``Speculative metrics``) are
+  cumulative counters (``counter = cumulative``). ``mean_acceptance_length`` is normalised to
+  ``1 + accepted / drafts`` (0.9.0+ definition); 0.8.5 printed ``accepted / drafts`` with the same
+  string, recognised because it then equals the sum of the per-position rates. The printed value
+  is kept in ``mean_acceptance_length_raw``.
+* ``preemption`` (V0): ``total_num_cumulative_preemption`` is sampled every 50 preemptions.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from .windows import BASIS_WINDOW, ensure, runs_from_config, year_from_context
+
+
+def model(rows: pl.DataFrame, mtimes: dict[str, float | None]) -> dict[str, pl.DataFrame]:
+    df = ensure(rows, {"v_month": pl.Int64, "v_day": pl.Int64, "v_time": pl.String,
+                       "v_year": pl.Int64, "engine_idx": pl.Int64, "wrap_iso": pl.String,
+                       "wrap_docker": pl.String, "mean_acceptance_length": pl.Float64,
+                       "per_position_acceptance_rate": pl.List(pl.Float64)})
+    df = df.sort("file", "line")
+    year = pl.coalesce(pl.col("v_year").cast(pl.Int32), year_from_context(df, "v_month", mtimes))
+    stamp = pl.concat_str([
+        year.cast(pl.String), pl.lit("-"), pl.col("v_month").cast(pl.String).str.zfill(2),
+        pl.lit("-"), pl.col("v_day").cast(pl.String).str.zfill(2), pl.lit(" "), pl.col("v_time")])
+    ts = stamp.str.to_datetime("%Y-%m-%d %H:%M:%S%.f", strict=False, time_unit="us") \
+        .dt.replace_time_zone("UTC")
+    has_wrap = pl.col("wrap_iso").is_not_null() | pl.col("wrap_docker").is_not_null()
+    pp_sum = pl.col("per_position_acceptance_rate").list.sum()
+    raw = pl.col("mean_acceptance_length")
+    def_085 = (pl.col("variant") == "spec_decoding_v1_b") & pp_sum.is_not_null() & (
+        (raw - pp_sum).abs() < (raw - (pp_sum + 1)).abs())
+    df = df.with_columns(
+        ts.alias("ts"),
+        pl.when(pl.col("v_month").is_null()).then(None)
+        .when(pl.col("v_year").is_not_null()).then(pl.lit("log"))
+        .when(has_wrap).then(pl.lit("log:year_from_wrapper"))
+        .otherwise(pl.lit("log:year_from_mtime")).alias("ts_source"),
+        (pl.col("v_month").is_not_null() & pl.col("v_year").is_null()).alias("ts_inferred"),
+        pl.lit(None, pl.Float64).alias("t_rel"),
+        pl.col("engine_idx").alias("slot"),  # the engine index plays the slot's part
+        pl.lit(None, pl.Int64).alias("task"),
+        pl.when(pl.col("kind").is_in(["engine_stats", "spec_decoding"]))
+        .then(pl.lit(BASIS_WINDOW)).alias("basis"),
+        pl.when(pl.col("variant").str.starts_with("spec_decoding_v0"))
+        .then(pl.lit("cumulative"))
+        .when(pl.col("kind") == "spec_decoding").then(pl.lit("per_interval"))
+        .alias("counter"),
+        raw.alias("mean_acceptance_length_raw"),
+        pl.when(def_085).then(raw + 1).otherwise(raw).alias("mean_acceptance_length"),
+    )
+    df = df.with_columns(runs_from_config(df, ["engine_stats", "spec_decoding", "prefix_cache"]))
+    return {"_rows": df}
