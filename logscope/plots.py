@@ -121,7 +121,8 @@ def plot_prefill_curve(logs_list, labels=None, min_tokens: int = MIN_TOKENS) -> 
     ax.grid(True, which="major", alpha=0.3)
     ax.set_title("Prefill speed vs context depth\n"
                  "filled = exact per request (llama-server timings); hollow = tick intervals "
-                 "/ server window averages; dashed = fit extrapolated", fontsize=10)
+                 "or server window averages\nline = fit 1/(a + b·d), dashed where extrapolated",
+                 fontsize=9)
     if hidden:
         ax.text(0.99, 0.01, f"{hidden} point(s) under {min_tokens} tokens not drawn",
                 transform=ax.transAxes, ha="right", va="bottom", fontsize=7, color="grey")
