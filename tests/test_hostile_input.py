@@ -47,9 +47,15 @@ WRAPPERS = [b"2024-05-01T10:00:00.123456789Z ", b"llama-1  | ", b"[8081] ",
             b"Mar 04 09:15:27 gpu-node7 llama-server[48213]: "]
 
 
-def mutate(line: bytes, rnd: random.Random, big: int = 1 << 20) -> bytes:
-    """One random mutation of a line (the same menu as bench/fuzz.py)."""
-    op = rnd.randrange(12)
+MUTATIONS = ("cut", "bytes", "nul", "utf8", "cr", "ansi", "long", "numbers", "wrapper", "engine",
+             "bitflip", "none")
+
+
+def mutate(line: bytes, rnd: random.Random, big: int = 1 << 20,
+           ops: tuple[int, ...] | None = None) -> bytes:
+    """One random mutation of a line (the same menu as bench/fuzz.py); ``ops`` picks from a
+    subset of ``MUTATIONS`` (by index)."""
+    op = rnd.choice(ops) if ops else rnd.randrange(len(MUTATIONS))
     n = len(line)
     at = rnd.randint(0, n)
     if op == 0:  # cut at a random point
