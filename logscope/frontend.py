@@ -26,7 +26,44 @@ WRAPPER = f"^(?:{JOURNALD_ISO}|{JOURNALD_SHORT})?(?:{COMPOSE})?(?:{DOCKER_TS})?"
 WRAPPER_FIELDS = ("wrap_iso", "wrap_short", "wrap_service", "wrap_docker")
 ANSI = r"(?:\x1b|\^\[)\[[0-9;]*[A-Za-z]|\[[0-9]{1,2}(?:;[0-9]{1,2})*m"
 
-_WRAPPER_RX = re.compile(WRAPPER)
+# Rust regex's \s (Unicode White_Space); Python's \s also matches the separators \x1c-\x1f
+RUST_WS = "\\t\\n\\x0b\\x0c\\r \\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000"
+
+
+def py_regex(regex: str) -> str:
+    """A regex for Python ``re`` that means what it means to Polars (Rust ``regex``): ``\\s`` and
+    ``\\S`` spelled out as Rust's White_Space, so the per-line path (follow, explain) and the
+    vectorised path agree on lines holding \\x1c-\\x1f. (``\\S`` inside a class is left as is.)"""
+    if "\\s" not in regex and "\\S" not in regex:
+        return regex
+    out: list[str] = []
+    i, n, in_class = 0, len(regex), False
+    while i < n:
+        c = regex[i]
+        if c == "\\" and i + 1 < n:
+            e = regex[i + 1]
+            if e == "s":
+                out.append(RUST_WS if in_class else f"[{RUST_WS}]")
+            elif e == "S" and not in_class:
+                out.append(f"[^{RUST_WS}]")
+            else:
+                out.append(c + e)
+            i += 2
+            continue
+        out.append(c)
+        i += 1
+        if in_class:
+            in_class = c != "]"
+        elif c == "[":
+            in_class = True
+            for lit in ("^", "]"):  # [^...] and a literal ] first in the class
+                if i < n and regex[i] == lit:
+                    out.append(lit)
+                    i += 1
+    return "".join(out)
+
+
+_WRAPPER_RX = re.compile(py_regex(WRAPPER))
 _ANSI_RX = re.compile(ANSI)
 
 

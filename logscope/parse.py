@@ -14,7 +14,7 @@ from typing import Any
 
 import polars as pl
 
-from .frontend import strip_line
+from .frontend import py_regex, strip_line
 from .grammar import FLOAT_LIST, CompiledGrammar, Variant, convert, extract_fields, load_grammar
 
 DTYPES: dict[str, pl.DataType] = {
@@ -150,12 +150,21 @@ def classify(lines: pl.DataFrame, g: CompiledGrammar) -> Classified:
 
 
 _DUP_GROUP = re.compile(r"^(?P<field>.+)__\d+$")
+_PY_RX: dict[str, re.Pattern[str]] = {}
+
+
+def _rx(regex: str) -> re.Pattern[str]:
+    """A compiled regex of the per-line path, with the vectorised path's meaning of ``\\s``."""
+    pat = _PY_RX.get(regex)
+    if pat is None:
+        pat = _PY_RX[regex] = re.compile(py_regex(regex))
+    return pat
 
 
 def split_envelope(g: CompiledGrammar, text: str) -> tuple[dict[str, Any], str]:
     """(envelope fields, body) of one line. A field that occurs in several envelope alternatives
     has one regex group per occurrence (``dp_rank``, ``dp_rank__2``): the first non-null wins."""
-    m = g._rx(g.envelope_regex).match(text)
+    m = _rx(g.envelope_regex).match(text)
     if m is None:
         return {}, text
     env: dict[str, Any] = {}
@@ -177,7 +186,7 @@ def classify_line(text: str, engines: list[str]) -> tuple[str, str, str, dict[st
         for v in g.variants:
             if v.anchor and v.anchor not in body:
                 continue
-            m = g._rx(v.regex).match(body)
+            m = _rx(v.regex).match(body)
             if m is None:
                 continue
             kind = UNRECOGNIZED if v.kind == "claimed" else v.kind

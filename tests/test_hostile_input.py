@@ -12,6 +12,7 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
+import polars as pl
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -114,6 +115,11 @@ def check(data: bytes, tmp: Path) -> dict:
     return s
 
 
+# "numbers" can turn llama-server's relative clock into 1e23 minutes, a known crash of the
+# engine model (test_relative_clock_out_of_range); the property tests leave it out, the edge
+# cases and bench/fuzz.py keep it
+NO_CLOCK_OVERFLOW = tuple(i for i, m in enumerate(MUTATIONS) if m != "numbers")
+
 FAST = settings(max_examples=50, deadline=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture,
                                        HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -144,8 +150,8 @@ def test_mutated_corpus_lines(tmp_path, picks, seed, rate, shuffle):
     lines = [CORPUS_LINES[i] for i in picks]
     if shuffle:
         rnd.shuffle(lines)
-    lines = [mutate(x, rnd, big=rnd.choice([100, 70_000])) if rnd.random() < rate else x
-             for x in lines]
+    lines = [mutate(x, rnd, big=rnd.choice([100, 70_000]), ops=NO_CLOCK_OVERFLOW)
+             if rnd.random() < rate else x for x in lines]
     check(b"\n".join(lines) + b"\n", tmp_path)
 
 
@@ -158,7 +164,7 @@ def test_whole_corpus_file_shuffled_and_mutated(tmp_path, seed):
     rnd.shuffle(lines)
     for _ in range(rnd.randint(0, 20)):
         i = rnd.randrange(len(lines))
-        lines[i] = mutate(lines[i], rnd, big=5000)
+        lines[i] = mutate(lines[i], rnd, big=5000, ops=NO_CLOCK_OVERFLOW)
     check(b"\n".join(lines), tmp_path)
 
 
@@ -183,3 +189,47 @@ def test_edge_cases(tmp_path, case):
         assert s["files"][0]["capped"] == 1 and s["unrecognized"] >= 1
     if case in ("deep_json", "mb_line"):
         assert s["requests"] >= 6
+
+
+@pytest.mark.xfail(strict=True, raises=pl.exceptions.InvalidOperationError,
+                   reason="known bug in logscope/engines/llama_server.py anchor_clock: a relative "
+                          "clock of 1e23 minutes overflows (secs * 1e6).cast(pl.Int64)")
+def test_relative_clock_out_of_range(tmp_path):
+    good = (CORPUS / "generated-ngram-c4k-np1.log").read_bytes()
+    bad = (b"99999999999999999999999.03.102.628 I slot print_timing: id  0 | task 0 | prompt eval "
+           b"time =      17.53 ms /    11 tokens (    1.59 ms per token,   627.42 tokens per "
+           b"second)\n")
+    check(good + bad, tmp_path)
+
+
+@settings(max_examples=20, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**32 - 1))
+def test_per_line_path_agrees_with_batch(tmp_path, seed):
+    """``parse_raw_line`` (follow, explain) classifies every mutated line as ingest does."""
+    from logscope.grammar import available_engines
+    from logscope.parse import parse_raw_line
+
+    rnd = random.Random(seed)
+    ops = tuple(i for i, m in enumerate(MUTATIONS) if m not in ("numbers", "long"))
+    lines = [mutate(rnd.choice(CORPUS_LINES + OTHER_ENGINE_LINES), rnd, ops=ops)
+             .replace(b"\n", b" ").replace(b"\r", b"") for _ in range(200)]
+    data = b"\n".join(lines) + b"\n"
+    p = tmp_path / "agree.log"
+    p.write_bytes(data)
+    try:
+        logs = logscope.read(str(p))
+    except NoServerLines as e:
+        logs = e.args[0]
+    batch = {line: (cls, kind) for line, cls, kind in
+             logs["lines_classified"].select("line", "class", "kind").iter_rows()}
+    texts = data.decode("utf-8", "replace").replace("\x00", "").split("\n")[:-1]
+    engines = available_engines()
+    for i, raw in enumerate(texts, 1):
+        _, _, hit = parse_raw_line(raw, engines)
+        if hit is None:
+            per = ("ignored", None)
+        else:
+            kind = hit[1]
+            per = (kind if kind in ("ignored", "unrecognized") else "event", kind)
+        assert per == batch.get(i, ("ignored", None)), (i, raw)
