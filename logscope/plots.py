@@ -358,7 +358,11 @@ def card(logs, label: str | None = None) -> Figure:
         hl.append(f"  range {d['min']:.1f}–{d['max']:.1f}, n={d['n']}")
     a = h["acceptance"]
     if a["n"]:
-        hl.append(f"draft acceptance {a['rate']:.2f}, mean len {a['mean_len']:.2f}")
+        rate = "—" if a["rate"] is None else f"{a['rate']:.2f}"
+        mlen = "—" if a["mean_len"] is None else f"{a['mean_len']:.2f}"
+        hl.append(f"draft acceptance {rate}, mean len {mlen}")
+        hl.append("  " + ("exact per request" if a["exactness"] == EXACT
+                          else "server window average"))
     if h["aggregate"]:
         g = h["aggregate"]
         hl.append(f"{g['active']}-way aggregate decode {g['mean_tps']:.1f} t/s "

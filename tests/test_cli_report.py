@@ -130,3 +130,20 @@ def test_bad_arguments(tmp_path):
     assert r.exit_code == 2
     r = run("report", GPU, "--label", "a", "--label", "b")
     assert r.exit_code == 2
+
+
+ALL_LOGS = sorted(str(p) for p in (CORPUS.parent.parent).rglob("*.log"))
+
+
+@pytest.mark.parametrize("log", ALL_LOGS, ids=lambda p: p.split("fixtures/")[-1])
+def test_every_fixture_gives_output_or_a_one_line_error(log, tmp_path):
+    """No fixture of any engine makes an analysis command crash (exit 0, or 1 with a message)."""
+    png = str(tmp_path / "x.png")
+    for args in (("report", log), ("report", log, "--format", "json"), ("card", log, "-o", png),
+                 ("plot", "prefill-curve", log, "-o", png), ("plot", "decode", log, "-o", png),
+                 ("plot", "acceptance", log, "-o", png), ("plot", "pressure", log, "-o", png)):
+        r = CliRunner().invoke(cli, list(args))
+        assert r.exit_code in (0, 1), (args, r.output)
+        assert r.exception is None or isinstance(r.exception, SystemExit), (args, r.exception)
+        if r.exit_code == 1:
+            assert r.output.startswith("Error: ") and r.output.count("\n") == 1, r.output
