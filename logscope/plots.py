@@ -89,6 +89,12 @@ def plot_prefill_curve(logs_list, labels=None, min_tokens: int = MIN_TOKENS) -> 
     logs_list, names = _as_list(logs_list, labels)
     fig = Figure(figsize=(8, 5), dpi=110, layout="constrained")
     ax = fig.add_subplot()
+    if _draw_prefill(ax, logs_list, names, min_tokens) == 0:
+        raise NoData(f"no prefill data in {_files(logs_list)}")
+    return fig
+
+
+def _draw_prefill(ax, logs_list, names, min_tokens: int = MIN_TOKENS) -> int:
     drawn = 0
     hidden = 0
     for i, (lg, name) in enumerate(zip(logs_list, names, strict=True)):
@@ -112,7 +118,7 @@ def plot_prefill_curve(logs_list, labels=None, min_tokens: int = MIN_TOKENS) -> 
         if fit["valid"]:
             _fit_lines(ax, pts, fit, c, name, f"{name}: fit 1/(a+b·d), b={fit['b']:.2e}")
     if drawn == 0:
-        raise NoData(f"no prefill data in {_files(logs_list)}")
+        return 0
     ax.set_xscale("log", base=2)
     ax.xaxis.set_major_formatter(_kfmt)
     ax.set_xlabel("context depth (tokens: cached prefix + computed so far, log scale)")
@@ -127,6 +133,49 @@ def plot_prefill_curve(logs_list, labels=None, min_tokens: int = MIN_TOKENS) -> 
         ax.text(0.99, 0.01, f"{hidden} point(s) under {min_tokens} tokens not drawn",
                 transform=ax.transAxes, ha="right", va="bottom", fontsize=7, color="grey")
     ax.legend(fontsize=7, loc="best")
+    return drawn
+
+
+def plot_compare(logs_list, labels=None) -> Figure:
+    """Overlay for ``compare --plot``: prefill curves, and decode t/s vs depth, one colour per log.
+
+    Decode points are exact per request (llama-server) or, where a log has none, its server
+    windows (SGLang/vLLM, window averages, drawn hollow against the window's depth if known).
+    """
+    logs_list, names = _as_list(logs_list, labels)
+    fig = Figure(figsize=(14, 5.5), dpi=100, layout="constrained")
+    ax_p, ax_d = fig.subplots(1, 2)
+    n_p = _draw_prefill(ax_p, logs_list, names)
+    if n_p == 0:
+        ax_p.text(0.5, 0.5, "no prefill data", ha="center", va="center",
+                  transform=ax_p.transAxes, color="grey")
+    n_d = 0
+    for i, (lg, name) in enumerate(zip(logs_list, names, strict=True)):
+        c = COLORS[i % len(COLORS)]
+        req = decode_requests(lg, name)
+        if req.height:
+            sc = ax_d.scatter(req["depth"].to_numpy(), req["decode_tps"].to_numpy(), color=c,
+                              s=36, label=f"{name}: per request, exact (n={req.height})")
+            sc.set_gid(f"{name}|decode")
+            n_d += req.height
+            continue
+        win = decode_windows(lg, name).filter(pl.col("depth").is_not_null())
+        if win.height:
+            sc = ax_d.scatter(win["depth"].to_numpy(), win["tps"].to_numpy(), facecolors="none",
+                              edgecolors=c, s=28, label=f"{name}: server windows (window avg)")
+            sc.set_gid(f"{name}|decode_windows")
+            n_d += win.height
+    if n_p == 0 and n_d == 0:
+        raise NoData(f"no prefill or decode data in {_files(logs_list)}")
+    ax_d.set_title("Decode t/s vs context depth\n(filled: exact per request; hollow: server "
+                   "windows)", fontsize=9)
+    ax_d.set_xlabel("context depth (tokens)")
+    ax_d.xaxis.set_major_formatter(_kfmt)
+    ax_d.set_ylabel("decode t/s")
+    ax_d.set_ylim(bottom=0)
+    ax_d.grid(True, alpha=0.3)
+    if ax_d.get_legend_handles_labels()[0]:
+        ax_d.legend(fontsize=7)
     return fig
 
 
@@ -454,4 +503,4 @@ def card(logs, label: str | None = None) -> Figure:
     return fig
 
 
-__all__ = ["plot_prefill_curve", "plot_decode", "plot_acceptance", "plot_pressure", "card"]
+__all__ = ["plot_prefill_curve", "plot_compare", "plot_decode", "plot_acceptance", "plot_pressure", "card"]

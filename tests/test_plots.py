@@ -120,3 +120,13 @@ def test_card_is_forum_sized_and_labelled(gpu, tmp_path):
     req = decode_requests(gpu, "gpu")
     same_points(arts["gpu|decode"], req["depth"].to_numpy(), req["decode_tps"].to_numpy())
     fig.savefig(tmp_path / "card.png")
+
+
+def test_compare_overlay_has_one_series_per_log(gpu, spec):
+    from logscope.plots import plot_compare
+    fig = plot_compare([gpu, spec], ["a", "b"])
+    arts = artists(fig)
+    for lab, logs in (("a", gpu), ("b", spec)):
+        req = decode_requests(logs, lab)
+        same_points(arts[f"{lab}|decode"], req["depth"].to_numpy(), req["decode_tps"].to_numpy())
+        assert f"{lab}|llama:request" in arts and f"{lab}|fit" in arts

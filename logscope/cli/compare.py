@@ -15,7 +15,8 @@ from ._common import check_output, labels_for, no_data, read_each, save
 @click.option("--format", "fmt", type=click.Choice(["md", "csv", "json"]), default="md",
               show_default=True)
 @click.option("--plot", "plot_file", default=None,
-              help="Also overlay the prefill curves of all LOGs into this .png/.svg/.pdf.")
+              help="Also overlay the prefill curves and decode-vs-depth of all LOGs into this "
+                   ".png/.svg/.pdf.")
 def compare(logs, labels, fmt, plot_file):
     """Compare A B [...]: metrics side by side; Δ and % are relative to the first LOG.
 
@@ -47,5 +48,5 @@ def compare(logs, labels, fmt, plot_file):
                                 for c, v in zip(cols[1:], row[1:], strict=True)]
             click.echo("| " + " | ".join(cells) + " |")
     if plot_file:
-        from ..plots import plot_prefill_curve
-        save(no_data(plot_prefill_curve, frames, names), plot_file)
+        from ..plots import plot_compare
+        save(no_data(plot_compare, frames, names), plot_file)
