@@ -160,3 +160,11 @@ def test_every_fixture_gives_output_or_a_one_line_error(log):
     assert r.exit_code in (0, 1), r.output
     if r.exit_code == 1:
         assert r.output.startswith("Error: ") and r.output.count("\n") == 1, r.output
+
+
+def test_report_concurrency_table():
+    j = json.loads(run("report", GPU, "--format", "json").output)
+    ag = {r["active"]: r for r in j["aggregates"]}
+    assert set(ag) == {1, 2}
+    assert ag[2]["peak_tps"] == pytest.approx(103.47 + 95.46)
+    assert "Decode throughput by concurrency" in run("report", GPU).output

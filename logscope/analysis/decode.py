@@ -144,7 +144,8 @@ def decode_aggregate(logs, label: str | None = None) -> pl.DataFrame:
 def aggregate_summary(agg: pl.DataFrame) -> pl.DataFrame:
     """Per number of concurrently active requests: time-weighted mean and peak aggregate t/s.
 
-    For window rows (t0 == t1) every window weighs the same.
+    For window rows (t0 == t1) every window weighs the same; idle windows (nothing running)
+    are left out.
     """
     if agg.height == 0:
         return pl.DataFrame(schema={"label": pl.String, "source": pl.String,
@@ -153,7 +154,7 @@ def aggregate_summary(agg: pl.DataFrame) -> pl.DataFrame:
                                     "peak_tps": pl.Float64, "n": pl.UInt32})
     timed = pl.col("t1") > pl.col("t0")
     w = pl.when(timed).then(pl.col("t1") - pl.col("t0")).otherwise(1.0)
-    return (agg.filter(pl.col("active").is_not_null()).with_columns(_w=w, _timed=timed)
+    return (agg.filter(pl.col("active") >= 1).with_columns(_w=w, _timed=timed)
             .group_by("label", "source", "exactness", "active")
             .agg(pl.when(pl.col("_timed").any()).then(pl.col("_w").sum()).alias("seconds"),
                  ((pl.col("tps") * pl.col("_w")).sum() / pl.col("_w").sum()).alias("mean_tps"),

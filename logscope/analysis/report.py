@@ -274,9 +274,10 @@ def headline(logs) -> dict:
 def build_report(logs_list: list, labels: list[str] | None = None) -> dict:
     """Everything ``logscope report`` prints, for one or more ingests."""
     labels = labels or [None] * len(logs_list)
-    out = {"bench": [], "prefill_by_depth": [], "cards": {}, "headline": {}}
+    out = {"bench": [], "prefill_by_depth": [], "cards": {}, "headline": {}, "aggregates": []}
     for logs, lab in zip(logs_list, labels, strict=True):
         name = label_of(logs, lab)
+        out["aggregates"].append(aggregate_summary(decode_aggregate(logs, name)))
         out["bench"].append(bench_table(logs, name))
         out["bench"].append(window_table(logs, name))
         out["prefill_by_depth"].append(prefill_by_depth(logs, name))
@@ -284,6 +285,7 @@ def build_report(logs_list: list, labels: list[str] | None = None) -> dict:
         out["headline"][name] = headline(logs)
     out["bench"] = pl.concat(out["bench"]) if out["bench"] else pl.DataFrame(schema=BENCH_SCHEMA)
     out["prefill_by_depth"] = pl.concat(out["prefill_by_depth"])
+    out["aggregates"] = pl.concat(out["aggregates"])
     return out
 
 
@@ -311,6 +313,7 @@ def render(rep: dict, fmt: str = "md") -> str:
         return json.dumps({
             "bench": rep["bench"].to_dicts(),
             "prefill_by_depth": rep["prefill_by_depth"].to_dicts(),
+            "aggregates": rep["aggregates"].to_dicts(),
             "cards": rep["cards"], "headline": rep["headline"]}, indent=2, default=str)
     if fmt != "md":
         raise ValueError(f"unknown format {fmt!r}")
@@ -364,6 +367,16 @@ def render(rep: dict, fmt: str = "md") -> str:
             for r in b.iter_rows(named=True)]
     parts.append(_md_table(["label", "test", "t/s", "n", "tokens/step", "source", "exactness"],
                            rows))
+    ag = rep["aggregates"]
+    if ag.height:
+        parts.append("\n## Decode throughput by concurrency (aggregate over requests decoding "
+                     "together)\n")
+        parts.append(_md_table(
+            ["label", "decoding together", "mean t/s", "peak t/s", "time (s) / windows",
+             "exactness"],
+            [[r["label"], r["active"], r["mean_tps"], r["peak_tps"],
+              _fmt(r["seconds"], 1) if r["seconds"] is not None else f"{r['n']} windows",
+              r["exactness"]] for r in ag.iter_rows(named=True)]))
     pd = rep["prefill_by_depth"]
     if pd.height == 0:
         return "\n".join(parts) + "\n"
