@@ -24,6 +24,10 @@ COMMON_COLUMNS = ["file", "line", "run", "engine", "ts", "ts_source", "ts_inferr
 # columns an engine model may add to its event rows (kept in the kind tables when present)
 MODEL_COLUMNS = {"basis": pl.String, "counter": pl.String, "mean_acceptance_length_raw": pl.Float64}
 MAX_DIAGNOSTICS = 200  # lark explains at most this many unrecognized lines per ingest
+# lark's Earley parser is superlinear on long lines (an 8 KB SGLang batch line takes seconds):
+# it reads at most this much of one line, and this much in all per ingest (no hang on hostile input)
+MAX_DIAGNOSTIC_CHARS = 1_000
+DIAGNOSTIC_BUDGET_CHARS = 40_000
 
 
 class NoServerLines(Exception):
@@ -219,8 +223,17 @@ def _unrecognized(classified: pl.DataFrame, lines: pl.DataFrame) -> pl.DataFrame
     un = classified.filter(pl.col("class") == UNRECOGNIZED).select("_row", "engine")
     out = un.join(lines.select("_row", "file", "line", "text"), on="_row").sort("_row")
     diags: list[str | None] = []
+    budget = DIAGNOSTIC_BUDGET_CHARS
     for i, (eng, text) in enumerate(zip(out["engine"], out["text"], strict=True)):
-        diags.append(load_grammar(eng).explain(text) if i < MAX_DIAGNOSTICS else None)
+        if i >= MAX_DIAGNOSTICS or budget <= 0:
+            diags.append(None)
+            continue
+        head = text[:MAX_DIAGNOSTIC_CHARS]
+        budget -= len(head)
+        diag = load_grammar(eng).explain(head)
+        if len(text) > len(head):
+            diag += f" (lark read the first {len(head)} of {len(text)} characters)"
+        diags.append(diag)
     return out.select("file", "line", "text", pl.col("engine").alias("engine_guess")).with_columns(
         pl.Series("diagnostic", diags, dtype=pl.String))
 

@@ -233,3 +233,19 @@ def test_per_line_path_agrees_with_batch(tmp_path, seed):
             kind = hit[1]
             per = (kind if kind in ("ignored", "unrecognized") else "event", kind)
         assert per == batch.get(i, ("ignored", None)), (i, raw)
+
+
+def test_long_unrecognized_lines_do_not_hang_the_diagnostics(tmp_path):
+    """lark is superlinear on long lines (an 8 KB SGLang batch line took seconds, 200 of them
+    most of an hour): it reads a capped prefix of each, within a budget per ingest."""
+    from logscope.ingest import DIAGNOSTIC_BUDGET_CHARS, MAX_DIAGNOSTIC_CHARS
+
+    line = ("[2025-01-02 03:04:05] Decode batch. #running-req: 1, "
+            + ", ".join(f"k{i}: {i}" for i in range(800)) + ", garbage")
+    p = tmp_path / "long.log"
+    p.write_text((line + "\n") * 60)
+    un = logscope.read(str(p))["unrecognized"]
+    assert un.height == 60
+    diags = un["diagnostic"].drop_nulls()
+    assert diags.len() == DIAGNOSTIC_BUDGET_CHARS // MAX_DIAGNOSTIC_CHARS
+    assert diags.str.contains(f"lark read the first {MAX_DIAGNOSTIC_CHARS} of {len(line)}").all()
