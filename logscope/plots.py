@@ -22,8 +22,7 @@ from logscope.analysis._util import EXACT, NoData, label_of
 from logscope.analysis.decode import decode_aggregate, decode_requests, decode_windows
 from logscope.analysis.prefill import fit_prefill, prefill_curve
 from logscope.analysis.pressure import pressure_events, pressure_timeline
-from logscope.analysis.spec import (acceptance_per_position, acceptance_requests,
-                                    acceptance_windows)
+from logscope.analysis.spec import acceptance_per_position, acceptance_requests, acceptance_windows
 
 COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2",
           "#17becf"]
@@ -420,7 +419,8 @@ def card(logs, label: str | None = None) -> Figure:
                           else "server window average"))
     p = h["pressure"]
     hl.append(f"retracts {p['retracted']}, preemptions {p['preempted']}, "
-              f"other events {sum(v for k, v in p['events'].items() if k not in ('retract', 'preempt'))}")
+              f"other events "
+              f"{sum(v for k, v in p['events'].items() if k not in ('retract', 'preempt'))}")
     ax_h.text(0, 1, "\n".join(hl), va="top", fontsize=9, family="monospace",
               transform=ax_h.transAxes)
     # small curves
@@ -503,4 +503,5 @@ def card(logs, label: str | None = None) -> Figure:
     return fig
 
 
-__all__ = ["plot_prefill_curve", "plot_compare", "plot_decode", "plot_acceptance", "plot_pressure", "card"]
+__all__ = ["plot_prefill_curve", "plot_compare", "plot_decode", "plot_acceptance",
+           "plot_pressure", "card"]

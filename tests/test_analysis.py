@@ -6,12 +6,20 @@ import polars as pl
 import pytest
 
 import logscope
-from logscope.analysis.decode import (aggregate_summary, decode_aggregate, decode_requests,
-                                      decode_windows)
+from logscope.analysis.decode import (
+    aggregate_summary,
+    decode_aggregate,
+    decode_requests,
+    decode_windows,
+)
 from logscope.analysis.prefill import PREDICT_AT, fit_prefill, prefill_curve
 from logscope.analysis.pressure import pressure_events, pressure_summary, pressure_timeline
-from logscope.analysis.spec import (acceptance_per_position, acceptance_requests,
-                                    acceptance_summary, acceptance_windows)
+from logscope.analysis.spec import (
+    acceptance_per_position,
+    acceptance_requests,
+    acceptance_summary,
+    acceptance_windows,
+)
 from tests.conftest import CORPUS, FIXTURES, client_records, client_timings
 
 RUNS = sorted(CORPUS.glob("generated-*.log"))

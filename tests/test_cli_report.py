@@ -105,7 +105,8 @@ def test_empty_and_foreign_logs(tmp_path):
     foreign = tmp_path / "foreign.log"
     foreign.write_text("hello\nnot a server\n")
     startup = tmp_path / "startup.log"
-    startup.write_text("\n".join(open(GPU).read().splitlines()[:9]) + "\n")
+    with open(GPU) as f:
+        startup.write_text("\n".join(f.read().splitlines()[:9]) + "\n")
     for log in (empty, foreign):
         for args in (("report", str(log)), ("card", str(log), "-o", str(tmp_path / "c.png")),
                      ("plot", "prefill-curve", str(log), "-o", str(tmp_path / "p.png"))):

@@ -14,8 +14,9 @@ Bucket edges (geometric rounding to a power of two): a count n >= 1 goes to buck
 (llama-bench's default of no depth). ``t/s`` is mean ± sample std over the requests in the
 bucket; ``n`` counts them; ``small`` is true when n < 3 (shown as ``n*`` in Markdown: too few
 to trust the spread); ``shared`` counts the requests of the bucket that were in progress while
-another request was (their t/s shares the GPU: not a single-stream figure). ``source`` is always ``passive`` (measured from a log, not a benchmark
-run). Only completed requests count.
+another request was (their t/s shares the GPU: not a single-stream figure). ``source`` is
+always ``passive`` (measured from a log, not a benchmark run). Only completed requests
+count.
 
 SGLang and vLLM print no per-request timings; :func:`window_table` groups their periodic
 throughput lines by running requests instead (``tg (window) @ running=2``), labelled
@@ -219,7 +220,8 @@ def _first(frames: list[pl.DataFrame], names: tuple[str, ...]):
 
 def config_card(logs) -> dict:
     """Configuration read from the log (None where the log does not say)."""
-    frames = [f for f in (table(logs, "server_info"), table(logs, "server_config")) if f is not None]
+    frames = [f for f in (table(logs, "server_info"), table(logs, "server_config"))
+              if f is not None]
     card: dict = {}
     for key, names in CARD_FIELDS:
         v = _first(frames, names) if names else None
@@ -388,5 +390,6 @@ def render(rep: dict, fmt: str = "md") -> str:
     return "\n".join(parts) + "\n"
 
 
-__all__ = ["bench_table", "window_table", "prefill_by_depth", "config_card", "headline", "build_report",
+__all__ = ["bench_table", "window_table", "prefill_by_depth", "config_card", "headline",
+           "build_report",
            "render", "bucket", "depth_bucket", "PREDICT_AT"]
