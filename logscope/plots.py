@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from logscope.analysis._util import EXACT, NoData, label_of
 from logscope.analysis.decode import decode_aggregate, decode_requests, decode_windows
@@ -48,8 +49,8 @@ def _files(logs_list) -> str:
 def _kfmt(x, _pos=None) -> str:
     if x >= 1024 and x % 1024 == 0:
         return f"{int(x) // 1024}k"
-    if x >= 1000 and x % 1000 == 0:
-        return f"{int(x) // 1000}k"
+    if x >= 1000:
+        return f"{x / 1000:g}k"
     return f"{x:g}"
 
 
@@ -242,77 +243,88 @@ def plot_decode(logs_list, labels=None) -> Figure:
 
 
 def plot_acceptance(logs_list, labels=None) -> Figure:
-    """Speculative decoding: acceptance rate and mean accepted length vs depth and over time.
+    """Speculative decoding: acceptance rate and mean accepted length, vs depth and over time.
 
-    Per-request points (llama-server, exact) are drawn against context depth and time; SGLang
-    and vLLM windows (server window averages) against time. A fourth panel shows acceptance
-    per draft position when the log prints it.
+    Top row: against context depth, per request (llama-server, exact). Bottom row: over time,
+    per request (exact, at the request's start) and per window (SGLang/vLLM, server window
+    averages). A third column shows acceptance per draft position when the log prints it.
     """
     logs_list, names = _as_list(logs_list, labels)
     per_pos = [acceptance_per_position(lg, n) for lg, n in zip(logs_list, names, strict=True)]
     has_pp = any(pp.height for pp in per_pos)
-    fig = Figure(figsize=(16 if has_pp else 13, 4.5), dpi=100, layout="constrained")
-    axes = fig.subplots(1, 4 if has_pp else 3)
-    ax_r, ax_l, ax_t = axes[:3]
+    ncol = 3 if has_pp else 2
+    fig = Figure(figsize=(5.2 * ncol, 8), dpi=100, layout="constrained")
+    axes = fig.subplots(2, ncol, squeeze=False)
+    ax_r, ax_l = axes[0, 0], axes[0, 1]
+    ax_rt, ax_lt = axes[1, 0], axes[1, 1]
     drawn = 0
     for i, (lg, name) in enumerate(zip(logs_list, names, strict=True)):
         c = COLORS[i % len(COLORS)]
         r = acceptance_requests(lg, name)
         if r.height:
+            lab = f"{name}: per request, exact (n={r.height})"
             sc = ax_r.scatter(r["depth"].to_numpy(), r["rate"].to_numpy(), color=c, s=36,
-                              label=f"{name}: per request, exact (n={r.height})")
+                              label=lab)
             sc.set_gid(f"{name}|llama:request|rate")
+            sc = ax_rt.scatter(r["t"].to_numpy(), r["rate"].to_numpy(), color=c, s=36,
+                               label=lab)
+            sc.set_gid(f"{name}|llama:request|rate_time")
             ml = r.drop_nulls("mean_len")
             sc = ax_l.scatter(ml["depth"].to_numpy(), ml["mean_len"].to_numpy(), color=c, s=36,
-                              label=f"{name}: per request, exact")
+                              label=lab)
             sc.set_gid(f"{name}|llama:request|mean_len")
-            sc = ax_t.scatter(r["t"].to_numpy(), r["rate"].to_numpy(), color=c, s=36,
-                              label=f"{name}: per request, exact (at request start)")
-            sc.set_gid(f"{name}|llama:request|rate_time")
+            sc = ax_lt.scatter(ml["t"].to_numpy(), ml["mean_len"].to_numpy(), color=c, s=36,
+                               label=lab)
+            sc.set_gid(f"{name}|llama:request|mean_len_time")
             drawn += r.height
         w = acceptance_windows(lg, name)
-        wr = w.drop_nulls("rate")
-        if wr.height:
-            (ln,) = ax_t.plot(wr["t"].to_numpy(), wr["rate"].to_numpy(), color=c, ls="--",
-                              marker=".", label=f"{name}: {wr['source'][0]} (window avg)")
-            ln.set_gid(f"{name}|windows|rate")
-            drawn += wr.height
-        wl = w.drop_nulls("mean_len")
-        if wl.height and not r.height:
-            ax2 = ax_l
-            (ln,) = ax2.plot(wl["t"].to_numpy(), wl["mean_len"].to_numpy(), color=c, ls="--",
-                             marker=".", label=f"{name}: window avg (x = time, s)")
-            ln.set_gid(f"{name}|windows|mean_len")
-            drawn += wl.height
+        for col_name, ax in (("rate", ax_rt), ("mean_len", ax_lt)):
+            ww = w.drop_nulls(col_name)
+            if ww.height:
+                (ln,) = ax.plot(ww["t"].to_numpy(), ww[col_name].to_numpy(), color=c, ls="--",
+                                marker=".", label=f"{name}: {ww['source'][0]} (window avg)")
+                ln.set_gid(f"{name}|windows|{col_name}")
+                drawn += ww.height
         pp = per_pos[i]
         if pp.height:
             m = pp.group_by("position").agg(pl.col("rate").mean()).sort("position")
-            (ln,) = axes[3].plot(m["position"].to_numpy(), m["rate"].to_numpy(), color=c,
-                                 marker="o", label=f"{name}: mean over lines ({pp['source'][0]})")
+            (ln,) = axes[0, 2].plot(m["position"].to_numpy(), m["rate"].to_numpy(), color=c,
+                                    marker="o",
+                                    label=f"{name}: mean over lines ({pp['exactness'][0]})")
             ln.set_gid(f"{name}|per_position")
     if drawn == 0:
         raise NoData(f"no speculative decoding data in {_files(logs_list)}")
     ax_r.set_title("Draft acceptance rate vs depth\n(accepted / drafted, exact per request)",
                    fontsize=10)
-    ax_r.set_xlabel("context depth (tokens)")
-    ax_r.set_ylim(0, 1.05)
-    ax_l.set_title("Mean accepted length vs depth\n(tokens per decode step)", fontsize=10)
-    ax_l.set_xlabel("context depth (tokens)")
-    ax_l.set_ylim(bottom=0)
-    ax_t.set_title("Acceptance rate over time\n(points: exact per request; lines: window avg)",
+    ax_l.set_title("Mean accepted length vs depth\n(tokens per decode step, exact per request)",
                    fontsize=10)
-    ax_t.set_xlabel("time (s, or line number where the log has no clock)")
-    ax_t.set_ylim(0, 1.05)
+    ax_rt.set_title("Acceptance rate over time\n(points: exact per request; lines: window avg)",
+                    fontsize=10)
+    ax_lt.set_title("Mean accepted length over time\n(points: exact per request; lines: "
+                    "window avg)", fontsize=10)
     for ax in (ax_r, ax_l):
+        ax.set_xlabel("context depth (tokens)")
         ax.xaxis.set_major_formatter(_kfmt)
+        if not ax.collections:
+            ax.text(0.5, 0.5, "no per-request data (server windows only)", ha="center",
+                    va="center", transform=ax.transAxes, color="grey")
+    for ax in (ax_rt, ax_lt):
+        ax.set_xlabel("time (s, or line number where the log has no clock)")
+    for ax in (ax_r, ax_rt):
+        ax.set_ylim(0, 1.05)
+    for ax in (ax_l, ax_lt):
+        ax.set_ylim(bottom=0)
     if has_pp:
-        axes[3].set_title("Acceptance per draft position", fontsize=10)
-        axes[3].set_xlabel("draft position")
-        axes[3].set_ylim(0, 1.05)
-    for ax in axes:
-        ax.grid(True, alpha=0.3)
-        if ax.get_legend_handles_labels()[0]:
-            ax.legend(fontsize=7)
+        axes[0, 2].set_title("Acceptance per draft position", fontsize=10)
+        axes[0, 2].set_xlabel("draft position")
+        axes[0, 2].set_ylim(0, 1.05)
+        axes[0, 2].xaxis.set_major_locator(MaxNLocator(integer=True))
+        axes[1, 2].axis("off")
+    for ax in axes.ravel():
+        if ax.axison:
+            ax.grid(True, alpha=0.3)
+            if ax.get_legend_handles_labels()[0]:
+                ax.legend(fontsize=7)
     return fig
 
 

@@ -130,3 +130,23 @@ def test_compare_overlay_has_one_series_per_log(gpu, spec):
         req = decode_requests(logs, lab)
         same_points(arts[f"{lab}|decode"], req["depth"].to_numpy(), req["decode_tps"].to_numpy())
         assert f"{lab}|llama:request" in arts and f"{lab}|fit" in arts
+
+
+def test_acceptance_plot_per_position_and_windows():
+    from logscope.analysis.spec import acceptance_per_position, acceptance_windows
+    from tests.conftest import FIXTURES
+    llama = FIXTURES / "llama-server" / "d-b10406-n-gen-trace.log"
+    vllm = FIXTURES / "vllm" / "v0.22.0-mtp-deferred-journald.log"
+    if not (llama.exists() and vllm.exists()):
+        pytest.skip("fixtures absent")
+    la, vl = logscope.read(str(llama)), logscope.read(str(vllm))
+    if vl.get("spec_decoding") is None:
+        pytest.skip("vLLM engine model absent")
+    fig = plot_acceptance([la, vl], ["l", "v"])
+    arts = artists(fig)
+    pp = acceptance_per_position(la, "l").group_by("position").agg(pl.col("rate").mean())
+    x, y = arts["l|per_position"].get_data()
+    assert dict(zip(x, y, strict=True)) == pytest.approx(dict(pp.iter_rows()))
+    w = acceptance_windows(vl, "v").drop_nulls("rate")
+    assert np.allclose(arts["v|windows|rate"].get_data()[1], w["rate"].to_numpy())
+    assert "v|llama:request|rate" not in arts
