@@ -26,6 +26,11 @@ WRAPPER = f"^(?:{JOURNALD_ISO}|{JOURNALD_SHORT})?(?:{COMPOSE})?(?:{DOCKER_TS})?"
 WRAPPER_FIELDS = ("wrap_iso", "wrap_short", "wrap_service", "wrap_docker")
 ANSI = r"(?:\x1b|\^\[)\[[0-9;]*[A-Za-z]|\[[0-9]{1,2}(?:;[0-9]{1,2})*m"
 
+# vLLM records glued onto one line (a tqdm bar or a lost newline before the next record): a
+# record start — optional process prefixes, LEVEL MM-DD HH:MM:SS — right after a non-space
+GLUED = (r"(\S)((?:\([A-Za-z_0-9]+ pid=[0-9]+\) )*(?:INFO|WARNING|ERROR|DEBUG|CRITICAL) "
+         r"[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2})")
+
 # Rust regex's \s (Unicode White_Space); Python's \s also matches the separators \x1c-\x1f
 RUST_WS = "\\t\\n\\x0b\\x0c\\r \\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000"
 
@@ -64,11 +69,20 @@ def py_regex(regex: str) -> str:
 
 
 _WRAPPER_RX = re.compile(py_regex(WRAPPER))
+_GLUED_RX = re.compile(GLUED)
 _ANSI_RX = re.compile(ANSI)
 
 
+def split_records(text: str) -> list[str]:
+    """Split records glued onto one physical line (vLLM under tqdm); usually ``[text]``."""
+    if "-" not in text or not _GLUED_RX.search(text):
+        return [text]
+    return _GLUED_RX.sub("\\1\n\\2", text).split("\n")
+
+
 def strip_line(raw: str) -> tuple[dict[str, str | None], str]:
-    """Per-line front end: (wrapper fields, text for the engine grammar)."""
+    """Per-line front end: (wrapper fields, text for the engine grammar). Glued records stay
+    joined here; ``split_records`` separates them."""
     if "\x1b" in raw or "[" in raw:
         raw = _ANSI_RX.sub("", raw)
     m = _WRAPPER_RX.match(raw)
@@ -112,6 +126,12 @@ def strip_frame(lines):  # noqa: ANN001, ANN201 - polars types imported lazily
     wrap = pl.col("_clean").str.extract_groups(WRAPPER + "(?P<_rest>.*)$")
     df = df.with_columns(wrap.alias("_w")).unnest("_w")
     df = df.with_columns(pl.coalesce("_rest", "_clean").alias("text")).drop("_rest", "_clean")
+    glued = pl.col("text").str.contains(GLUED)
+    if df.height and df.select(glued.any()).item():
+        # one row per record: the records of a glued line share its line number
+        df = (df.with_columns(pl.col("text").str.replace_all(GLUED, "${1}\n${2}")
+                              .str.split("\n"))
+              .explode("text").drop("_row").with_row_index("_row"))
     # llama.cpp era A/C JSON entries: rare, so re-rendered in Python
     is_json = pl.col("text").str.starts_with("{")
     if df.select(is_json.any()).item():

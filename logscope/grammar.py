@@ -120,7 +120,12 @@ class CompiledGrammar:
             return {}, line
         groups = m.groupdict()
         body = groups.pop("_body")
-        return {k: convert(v, self.envelope_fields[k]) for k, v in groups.items()}, body
+        out: dict[str, Any] = {}
+        for k, v in groups.items():
+            name = k.split("__")[0]  # a repeated envelope field: the first non-null wins
+            if out.get(name) is None:
+                out[name] = convert(v, self.envelope_fields[name])
+        return out, body
 
     def match_body(self, body: str) -> tuple[Variant, dict[str, Any]] | None:
         for v in self.variants:

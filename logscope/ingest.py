@@ -40,6 +40,7 @@ class NoServerLines(Exception):
 class FileStats:
     file: str
     lines: int = 0
+    records: int = 0  # lines after splitting glued records (vLLM): events+ignored+unrecognized
     bad_utf8: int = 0
     capped: int = 0
     events: int = 0
@@ -80,6 +81,7 @@ class Logs:
         req = self.tables.get("requests")
         return {
             "lines": self.lines,
+            "records": sum(f.records for f in self.files),
             "events": self.event_counts(),
             "requests": 0 if req is None else req.height,
             "unrecognized": sum(f.unrecognized for f in self.files),
@@ -140,7 +142,7 @@ def read(paths: list[str] | tuple[str, ...] | str, engine: str = "auto") -> Logs
             name = f"{name}#{len([k for k in mtimes if k.split('#')[0] == src.name])}"
             src.name = name
         mtimes[name] = src.mtime
-        files.append(FileStats(name, src.n_lines, src.bad_utf8, src.capped))
+        files.append(FileStats(name, lines=src.n_lines, bad_utf8=src.bad_utf8, capped=src.capped))
         frames.append(_lines_frame(src, offset))
         offset += src.n_lines
     lines = pl.concat(frames) if frames else pl.DataFrame(
@@ -162,7 +164,9 @@ def _classify_all(lines: pl.DataFrame, engines: list[str], files: list[FileStats
             continue
         rows = res.events.with_columns(pl.lit(eng).alias("engine"))
         if rows.filter(~pl.col("kind").is_in([IGNORED, UNRECOGNIZED])).height == 0:
-            # only ignored/unknown lines of this engine: keep them, but it is not "found"
+            # only known-ignored or unknown lines of this engine: its log, with no events
+            if rows.filter(pl.col("kind") == IGNORED).height:
+                found.append(eng)
             per_engine_rows.append(rows.with_columns(pl.lit(1, pl.Int32).alias("run")))
             continue
         found.append(eng)
@@ -249,7 +253,9 @@ def _fill_stats(files: list[FileStats], classified: pl.DataFrame, rest: pl.DataF
         counts, engs = {}, {}
     other = dict(rest.group_by("file").len().iter_rows()) if rest.height else {}
     for fs in files:
+        fs.records = 0
         fs.events = counts.get((fs.file, EVENT), 0)
         fs.unrecognized = counts.get((fs.file, UNRECOGNIZED), 0)
         fs.ignored = counts.get((fs.file, IGNORED), 0) + other.get(fs.file, 0)
         fs.engines = engs.get(fs.file, [])
+        fs.records = fs.events + fs.unrecognized + fs.ignored

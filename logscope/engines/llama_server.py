@@ -157,8 +157,9 @@ def anchor_clock(df: pl.DataFrame, mtime: dict[str, float | None]) -> pl.DataFra
         .when(pl.col("t_rel").is_not_null() & pl.col("_a_mtime").is_not_null())
         .then(pl.lit("anchored:mtime"))
     )
+    secs = pl.when(secs.is_between(0, 2e10)).then(secs)  # junk clocks give no time at all
     return df.with_columns(
-        (secs * 1e6).cast(pl.Int64).cast(pl.Datetime("us", "UTC")).alias("ts"),
+        (secs * 1e6).cast(pl.Int64, strict=False).cast(pl.Datetime("us", "UTC")).alias("ts"),
         source.alias("ts_source"),
         source.str.starts_with("anchored").alias("ts_inferred"),
     ).drop("_wts", "_a_wrap", "_a_mtime")
