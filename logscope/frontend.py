@@ -18,8 +18,10 @@ import re
 # journald short-iso / short-precise, short (localised month names), docker -t RFC 3339
 # journald short-iso prints a numeric offset (+01:00), never Z: a Z timestamp is docker -t's, and
 # "2024-05-01T10:00:00Z slot launch_slot_: ..." must not read as host "slot", ident "launch_slot_"
-JOURNALD_ISO = r"(?P<wrap_iso>\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?[+-]\d{2}:?\d{2}) \S+ [^\s:\[]+(?:\[\d+\])?: "
-JOURNALD_SHORT = r"(?P<wrap_short>[A-Z][a-zä]{2,3} [ 0-9]\d \d{2}:\d{2}:\d{2}) \S+ [^\s:\[]+(?:\[\d+\])?: "
+JOURNALD_ISO = (r"(?P<wrap_iso>\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?[+-]\d{2}:?\d{2})"
+                r" \S+ [^\s:\[]+(?:\[\d+\])?: ")
+JOURNALD_SHORT = (r"(?P<wrap_short>[A-Z][a-zä]{2,3} [ 0-9]\d \d{2}:\d{2}:\d{2})"
+                  r" \S+ [^\s:\[]+(?:\[\d+\])?: ")
 DOCKER_TS = r"(?P<wrap_docker>\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?Z) "
 COMPOSE = r"(?P<wrap_service>[A-Za-z0-9][A-Za-z0-9_.-]*) +\| "
 WRAPPER = f"^(?:{JOURNALD_ISO}|{JOURNALD_SHORT})?(?:{COMPOSE})?(?:{DOCKER_TS})?"
@@ -113,7 +115,8 @@ def json_entry_to_text(text: str) -> str:
 
 
 def strip_frame(lines):  # noqa: ANN001, ANN201 - polars types imported lazily
-    """Vectorised front end over a frame with a ``raw`` column: adds wrapper columns and ``text``."""
+    """Vectorised front end over a frame with a ``raw`` column: adds the wrapper columns and
+    ``text``."""
     import polars as pl
 
     raw = pl.col("raw")

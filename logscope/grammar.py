@@ -252,10 +252,7 @@ class _Compiler:
         pat = self.terms[name]
         from lark.lexer import PatternStr
 
-        if isinstance(pat, PatternStr):
-            rx = escape(pat.value)
-        else:
-            rx = pat.value
+        rx = escape(pat.value) if isinstance(pat, PatternStr) else pat.value
         if "i" in pat.flags:
             rx = f"(?i:{rx})"
         return rx
@@ -553,7 +550,8 @@ def _from_json(d: dict[str, Any]) -> CompiledGrammar:
 def load_grammar(engine: str) -> CompiledGrammar:
     """The compiled grammar of an engine, cached by grammar hash (memory, then disk).
 
-    >>> load_grammar("llama-server").match_line("slot launch_slot_: id  0 | task 7 | processing task")[0]
+    >>> g = load_grammar("llama-server")
+    >>> g.match_line("slot launch_slot_: id  0 | task 7 | processing task")[0]
     'task_launch'
     """
     if engine not in ENGINES:

@@ -51,7 +51,7 @@ class FileStats:
 
 @dataclass
 class Logs:
-    """The frames of an ingest: ``logs["prompt_eval"]``, ``logs["requests"]``, ``logs.summary()``."""
+    """The frames of an ingest: ``logs["prompt_eval"]``, ``logs["requests"]``, ``summary()``."""
 
     tables: dict[str, pl.DataFrame]
     files: list[FileStats]

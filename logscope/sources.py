@@ -55,7 +55,8 @@ def read_bytes(path: str) -> tuple[bytes, float | None]:
     if not p.exists():
         raise InputError(f"{path}: no such file")
     if p.is_dir():
-        raise InputError(f"{path}: is a directory (give the log files, or a glob like '{path}/*.log')")
+        raise InputError(
+            f"{path}: is a directory (give the log files, or a glob like '{path}/*.log')")
     try:
         data = p.read_bytes()
         mtime = p.stat().st_mtime
@@ -72,7 +73,7 @@ def read_bytes(path: str) -> tuple[bytes, float | None]:
 
 
 def decode(data: bytes) -> tuple[str, int]:
-    """UTF-8 decode with replacement; returns the text and the number of lines that had bad bytes."""
+    """UTF-8 decode with replacement; returns the text and how many lines had bad bytes."""
     try:
         return data.decode("utf-8"), 0
     except UnicodeDecodeError:

@@ -57,7 +57,8 @@ def test_golden_samples(expected):
         hits = [h for h in (classify_line(t, engines) for t in split_records(text)) if h]
         # a glued line holds several records: the sample names one of them by kind/variant
         hits.sort(key=lambda h: (h[1] != sample["kind"], h[2] != sample.get("variant", h[2]),
-                                 sum(not _same(h[3].get(k), v) for k, v in sample["fields"].items())))
+                                 sum(not _same(h[3].get(k), v)
+                                     for k, v in sample["fields"].items())))
         hit = hits[0] if hits else None
         assert hit is not None, (sample["line"], raw)
         _e, kind, variant, fields = hit

@@ -17,7 +17,8 @@ from ..grammar import ENGINES
               help="Write one Parquet file per table into this directory.")
 @click.option("--engine", type=click.Choice(["auto", *ENGINES]), default="auto", show_default=True,
               help="Which server printed the log; auto decides per line.")
-@click.option("--json", "as_json", is_flag=True, help="Print the JSON summary (DESIGN.md contract).")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the JSON summary (DESIGN.md contract).")
 def ingest(paths: tuple[str, ...], out: str | None, engine: str, as_json: bool) -> None:
     """Parse server logs (files, globs, - for stdin, .gz) into event tables.
 

@@ -14,7 +14,8 @@ import polars as pl
 Model = Callable[[pl.DataFrame, dict[str, float | None]], dict[str, pl.DataFrame]]
 
 
-def llama_server_model(rows: pl.DataFrame, mtimes: dict[str, float | None]) -> dict[str, pl.DataFrame]:
+def llama_server_model(rows: pl.DataFrame,
+                       mtimes: dict[str, float | None]) -> dict[str, pl.DataFrame]:
     from . import llama_server
 
     prepared = llama_server.prepare(rows, mtimes)

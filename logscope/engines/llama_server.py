@@ -351,7 +351,8 @@ def build_requests(df: pl.DataFrame) -> pl.DataFrame:
         .otherwise(pl.col("prompt_total")).alias("prompt_total"),
     )
     cols = [
-        "file", "router_port", "run", "slot", "task", "status", "cancelled", "truncated", "error", "is_child",
+        "file", "router_port", "run", "slot", "task", "status", "cancelled", "truncated", "error",
+        "is_child",
         "select_method", "sim_best", "f_keep", "ts_start", "ts_end", "t_start", "t_end",
         "prompt_total", "cached_tokens", "cached_source", "prompt_tokens", "prompt_ms",
         "prompt_tps", "gen_tokens", "decode_ms", "decode_tps", "total_ms", "graphs_reused",
