@@ -77,11 +77,15 @@ def _fit_lines(ax, pts, fit, color, name, label):
     d = np.geomspace(lo, hi, 100)
     (ln,) = ax.plot(d, 1.0 / (fit["a"] + fit["b"] * d), color=color, lw=1.5, label=label)
     ln.set_gid(f"{name}|fit")
-    if hi < 131072:
-        d2 = np.geomspace(hi, 131072.0, 50)
+    first = True
+    for a, b in ((hi, 131072.0), (4096.0, lo)):
+        if b <= a:
+            continue
+        d2 = np.geomspace(a, b, 50)
         (ln2,) = ax.plot(d2, 1.0 / (fit["a"] + fit["b"] * d2), color=color, lw=1, ls="--",
-                         label="extrapolated" if name and label == "fit 1/(a+b·d)" else None)
+                         label="extrapolated" if first and label == "fit 1/(a+b·d)" else None)
         ln2.set_gid(f"{name}|fit_extrapolated")
+        first = False
 
 
 def plot_prefill_curve(logs_list, labels=None, min_tokens: int = MIN_TOKENS) -> Figure:
@@ -406,8 +410,8 @@ def card(logs, label: str | None = None) -> Figure:
     fit = h["prefill_fit"]
     if fit["valid"]:
         hl.append("prefill t/s (fit, computed tokens):")
-        top = float(pts["depth"].max()) if pts.height else 0
-        hl += [f"  @ {d // 1024:>3}k  {v:>9,.0f}" + ("  (extrapolated)" if d > 1.1 * top else "")
+        hl += [f"  @ {d // 1024:>3}k  {v:>9,.0f}" + ("  (extrapolated)"
+                                                       if fit["extrapolated"][d] else "")
                for d, v in fit["predict"].items() if v is not None]
     else:
         hl.append(f"prefill fit: {fit.get('reason') or 'no data'}")

@@ -218,3 +218,23 @@ def test_sglang_prefill_batches_give_window_points():
         assert pts.height == 0   # old SGLang: no throughput on the prefill line, no point
     agg = decode_aggregate(logs)
     assert agg["active"].to_list() == logs["decode_batch"]["running_req"].to_list()
+
+
+def test_fit_flags_extrapolated_depths():
+    pts = prefill_curve(logscope.read(str(CORPUS / "seed000-joker-long-agent-task.log")))
+    fit = fit_prefill(pts)
+    assert fit["valid"]
+    lo, hi = fit["depth_range"]
+    assert lo > 40000 and hi < 80000
+    assert fit["extrapolated"] == {4096: True, 16384: True, 65536: False, 131072: True}
+
+
+def test_config_card_does_not_guess_what_the_log_does_not_say():
+    from logscope.analysis.report import config_card
+    excerpt = config_card(logscope.read(str(CORPUS / "seed000-joker-short-task.log")))
+    assert excerpt["spec method"] == "speculative (startup lines not in the log)"
+    assert excerpt["model"] is None
+    ngram = config_card(logscope.read(str(CORPUS / "generated-ngram-c4k-np1.log")))
+    assert ngram["spec method"].startswith("draft-free")
+    gpu = config_card(logscope.read(str(GPU)))
+    assert gpu["spec method"] is None and gpu["context per slot"] == 131072

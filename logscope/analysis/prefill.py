@@ -170,7 +170,9 @@ def fit_prefill(points: pl.DataFrame, min_tokens: int = 64,
     Weighted least squares (weight = tokens computed), over points with at least
     ``min_tokens`` tokens (tiny prompts are dominated by fixed overhead) and, if given, only
     the ``sources`` listed. Returns ``{"a", "b", "n", "sources", "r2", "predict": {depth: t/s},
-    "valid"}``; ``valid`` is False (and a/b None) when fewer than 2 distinct depths remain.
+    "extrapolated": {depth: bool}, "depth_range": (lo, hi), "valid", "reason"}``; a prediction
+    is ``extrapolated`` when its depth lies outside the fitted points' depths (±10 %);
+    ``valid`` is False (with a ``reason``) when the points cannot pin a slope.
 
     Example::
 
@@ -188,6 +190,8 @@ def fit_prefill(points: pl.DataFrame, min_tokens: int = 64,
         if best.height >= 3 and best["depth"].max() >= 1.33 * best["depth"].min():
             p = best
     out = {"a": None, "b": None, "n": p.height, "r2": None, "valid": False,
+           "depth_range": (float(p["depth"].min()), float(p["depth"].max())) if p.height
+           else None, "extrapolated": {d: None for d in PREDICT_AT},
            "sources": sorted(set(p["source"].to_list())) if p.height else [],
            "min_tokens": min_tokens, "reason": None,
            "predict": {d: None for d in PREDICT_AT}}
@@ -213,7 +217,8 @@ def fit_prefill(points: pl.DataFrame, min_tokens: int = 64,
                    reason="fit gives no positive time per token over the observed depths")
         return out
     out.update(a=float(a), b=float(b), r2=r2, valid=True, reason=None,
-               predict={dd: predict(a, b, dd) for dd in PREDICT_AT})
+               predict={dd: predict(a, b, dd) for dd in PREDICT_AT},
+               extrapolated={dd: not (lo / 1.1 <= dd <= hi * 1.1) for dd in PREDICT_AT})
     return out
 
 

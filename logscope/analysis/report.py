@@ -239,8 +239,11 @@ def config_card(logs) -> dict:
         acc = table(logs, "draft_acceptance")
         if card["draft model"]:
             card["spec method"] = "draft model"
-        elif acc is not None:
+        elif acc is not None and card["model"]:
+            # the startup lines are in the log and name no draft model
             card["spec method"] = "draft-free (n-gram / lookup): no draft model loaded"
+        elif acc is not None:
+            card["spec method"] = "speculative (startup lines not in the log)"
     return card
 
 
@@ -328,10 +331,13 @@ def render(rep: dict, fmt: str = "md") -> str:
         fit = h["prefill_fit"]
         lines = []
         if fit["valid"]:
-            pred = ", ".join(f"{d // 1024}k {_fmt(v, 0)}" for d, v in fit["predict"].items())
+            pred = ", ".join(f"{d // 1024}k {_fmt(v, 0)}" + ("*" if fit["extrapolated"][d] else "")
+                             for d, v in fit["predict"].items())
+            lo, hi = fit["depth_range"]
             lines.append(f"- prefill fit 1/(a + b·d): a = {fit['a']:.3e} s/token, "
                          f"b = {fit['b']:.3e} s/token² (n = {fit['n']} points, "
-                         f"{', '.join(fit['sources'])}); predicted t/s at {pred}")
+                         f"{', '.join(fit['sources'])}, depths {lo:,.0f}–{hi:,.0f}); "
+                         f"predicted t/s at {pred} (* = extrapolated)")
         else:
             lines.append(f"- prefill fit: none ({fit.get('reason')})")
         if h["decode"]:
