@@ -113,9 +113,11 @@ def _draw_prefill(ax, logs_list, names, min_tokens: int = MIN_TOKENS) -> int:
             p = pts.filter(pl.col("source") == src)
             if p.height == 0:
                 continue
+            shared = p.filter(pl.col("concurrent") > 0).height
+            note = f", {shared} with another request active" if shared else ""
             sc = ax.scatter(p["depth"].to_numpy(), p["tps"].to_numpy(), marker=marker,
                             facecolors=face, edgecolors=c, s=36 if face != "none" else 28,
-                            label=f"{name}: {desc} (n={p.height})", zorder=3)
+                            label=f"{name}: {desc} (n={p.height}{note})", zorder=3)
             sc.set_gid(f"{name}|{src}")
             drawn += p.height
         fit = fit_prefill(pts, min_tokens=min_tokens)
