@@ -169,3 +169,10 @@ def test_report_concurrency_table():
     assert set(ag) == {1, 2}
     assert ag[2]["peak_tps"] == pytest.approx(103.47 + 95.46)
     assert "Decode throughput by concurrency" in run("report", GPU).output
+
+
+def test_engine_option():
+    r = run("report", GPU, "--engine", "vllm")
+    assert r.exit_code == 1 and "no vllm lines in" in r.output
+    assert run("report", GPU, "--engine", "llama-server", "--format", "csv").output == \
+        run("report", GPU, "--format", "csv").output

@@ -6,7 +6,13 @@ from pathlib import Path
 
 import click
 
+from ..grammar import ENGINES
+
 SUFFIXES = (".png", ".svg", ".pdf")
+
+engine_option = click.option(
+    "--engine", type=click.Choice(["auto", *ENGINES]), default="auto", show_default=True,
+    help="Which server printed the log; auto decides per line.")
 
 
 class InputClickError(click.ClickException):
@@ -27,8 +33,9 @@ def read_each(paths: tuple[str, ...], engine: str = "auto") -> list:
         except InputError as e:
             raise InputClickError(str(e), getattr(e, "exit_code", 2)) from e
         except NoServerLines as e:
+            what = "llama-server, SGLang or vLLM" if engine == "auto" else engine
             raise click.ClickException(
-                f"no llama-server, SGLang or vLLM lines in {p}; is this a server log?") from e
+                f"no {what} lines in {p}; is this a server log?") from e
     return out
 
 

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import click
 
-from ._common import check_output, labels_for, no_data, read_each, save
+from ._common import check_output, engine_option, labels_for, no_data, read_each, save
 
 
 @click.command()
 @click.argument("log")
 @click.option("-o", "--output", required=True, help="Output file: .png, .svg or .pdf.")
 @click.option("--label", default=None, help="Title (default: the file name).")
-def card(log, output, label):
+@engine_option
+def card(log, output, label, engine):
     """The configuration as the log tells it, prefill at 4k..128k, decode, acceptance, pressure.
 
     Example: logscope card server.log -o card.png
@@ -20,5 +21,5 @@ def card(log, output, label):
 
     check_output(output)
     name = labels_for((log,), (label,) if label else ())[0]
-    logs = read_each((log,))[0]
+    logs = read_each((log,), engine)[0]
     save(no_data(card_fig, logs, name), output)

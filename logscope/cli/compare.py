@@ -6,7 +6,7 @@ import json
 
 import click
 
-from ._common import check_output, labels_for, no_data, read_each, save
+from ._common import check_output, engine_option, labels_for, no_data, read_each, save
 
 
 @click.command()
@@ -17,7 +17,8 @@ from ._common import check_output, labels_for, no_data, read_each, save
 @click.option("--plot", "plot_file", default=None,
               help="Also overlay the prefill curves and decode-vs-depth of all LOGs into this "
                    ".png/.svg/.pdf.")
-def compare(logs, labels, fmt, plot_file):
+@engine_option
+def compare(logs, labels, fmt, plot_file, engine):
     """Compare A B [...]: metrics side by side; Δ and % are relative to the first LOG.
 
     Example: logscope compare before.log after.log --label f16 --label q8 --plot ab.png
@@ -29,7 +30,7 @@ def compare(logs, labels, fmt, plot_file):
     if plot_file:
         check_output(plot_file)
     names = labels_for(logs, labels)
-    frames = read_each(logs)
+    frames = read_each(logs, engine)
     df = compare_metrics(frames, names)
     if df.height == 0:
         raise click.ClickException(f"no comparable data in {', '.join(logs)}")

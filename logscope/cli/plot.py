@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import click
 
-from ._common import check_output, labels_for, no_data, read_each, save
+from ._common import check_output, engine_option, labels_for, no_data, read_each, save
 
 _opts = [
     click.argument("logs", nargs=-1, required=True),
     click.option("-o", "--output", required=True, help="Output file: .png, .svg or .pdf."),
     click.option("--label", "labels", multiple=True,
                  help="Series name, once per LOG in order (default: the file name)."),
+    engine_option,
 ]
 
 
@@ -28,16 +29,16 @@ def plot() -> None:
     """
 
 
-def _run(fn, logs, output, labels):
+def _run(fn, logs, output, labels, engine="auto"):
     check_output(output)
     names = labels_for(logs, labels)
-    frames = read_each(logs)
+    frames = read_each(logs, engine)
     save(no_data(fn, frames, names), output)
 
 
 @plot.command("prefill-curve")
 @_common
-def prefill_curve_cmd(logs, output, labels):
+def prefill_curve_cmd(logs, output, labels, engine):
     """Prefill t/s vs context depth (log axis): points and the fit 1/(a + b·d), one series per LOG.
 
     Filled points are exact per request; hollow ones are tick intervals or window averages.
@@ -45,37 +46,37 @@ def prefill_curve_cmd(logs, output, labels):
     Example: logscope plot prefill-curve server.log -o prefill.png
     """
     from ..plots import plot_prefill_curve
-    _run(plot_prefill_curve, logs, output, labels)
+    _run(plot_prefill_curve, logs, output, labels, engine)
 
 
 @plot.command("decode")
 @_common
-def decode_cmd(logs, output, labels):
+def decode_cmd(logs, output, labels, engine):
     """Decode t/s over time (tg_3s per slot), vs depth (exact per request), and aggregate.
 
     Example: logscope plot decode server.log -o decode.png
     """
     from ..plots import plot_decode
-    _run(plot_decode, logs, output, labels)
+    _run(plot_decode, logs, output, labels, engine)
 
 
 @plot.command("acceptance")
 @_common
-def acceptance_cmd(logs, output, labels):
+def acceptance_cmd(logs, output, labels, engine):
     """Speculative decoding: acceptance rate and mean accepted length, vs depth and over time.
 
     Example: logscope plot acceptance spec.log -o acceptance.svg
     """
     from ..plots import plot_acceptance
-    _run(plot_acceptance, logs, output, labels)
+    _run(plot_acceptance, logs, output, labels, engine)
 
 
 @plot.command("pressure")
 @_common
-def pressure_cmd(logs, output, labels):
+def pressure_cmd(logs, output, labels, engine):
     """KV usage, running/queued requests, retract/preempt/context-shift events over time.
 
     Example: logscope plot pressure sglang.log -o pressure.png
     """
     from ..plots import plot_pressure
-    _run(plot_pressure, logs, output, labels)
+    _run(plot_pressure, logs, output, labels, engine)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ._common import labels_for, read_each
+from ._common import engine_option, labels_for, read_each
 
 
 @click.command()
@@ -12,7 +12,8 @@ from ._common import labels_for, read_each
 @click.option("--format", "fmt", type=click.Choice(["md", "csv", "json"]), default="md",
               show_default=True, help="md: everything; csv: the bench table; json: everything.")
 @click.option("--label", "labels", multiple=True, help="Name per LOG, in order.")
-def report(logs, fmt, labels):
+@engine_option
+def report(logs, fmt, labels, engine):
     """A table a forum user can paste: pp/tg t/s by size and depth, measured from the log.
 
     Tests are buckets of real requests (pp512 @ d4096: ~512 computed prompt tokens on top of
@@ -24,7 +25,7 @@ def report(logs, fmt, labels):
     from ..analysis.report import build_report, render
 
     names = labels_for(logs, labels)
-    frames = read_each(logs)
+    frames = read_each(logs, engine)
     rep = build_report(frames, names)
     if rep["bench"].height == 0:
         raise click.ClickException(
