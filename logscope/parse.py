@@ -119,33 +119,37 @@ def classify(lines: pl.DataFrame, g: CompiledGrammar) -> Classified:
         [cast(pl.col(f), d).alias(f) for f, d in g.envelope_fields.items()]
         + [pl.col("_body").fill_null(pl.col("text"))]
     )
+    # Route each variant's candidates by its literal anchor (one pass per distinct anchor), run
+    # its regex on those rows only, and mark the rows taken; the frame itself is never copied.
+    small = df.select("_row", "_body").with_row_index("_i")
+    body = small.get_column("_body")
+    taken = pl.Series("taken", [False] * df.height, dtype=pl.Boolean)
+    anchor_masks: dict[str, pl.Series] = {}
     parts: list[pl.DataFrame] = []
-    remaining = df
-    anchor_hits: dict[str, pl.Series] = {}
     for v in g.variants:
-        if remaining.height == 0:
-            break
         if v.anchor:
-            if v.anchor not in anchor_hits or len(anchor_hits[v.anchor]) != remaining.height:
-                anchor_hits[v.anchor] = remaining.get_column("_body").str.contains(
-                    v.anchor, literal=True)
-            cand = remaining.filter(anchor_hits[v.anchor])
+            m = anchor_masks.get(v.anchor)
+            if m is None:
+                m = anchor_masks[v.anchor] = body.str.contains(v.anchor, literal=True)
+            mask = m & ~taken
         else:
-            cand = remaining
-        if cand.height == 0:
+            mask = ~taken
+        if not mask.any():
             continue
+        cand = small.filter(mask)
         hit = cand.filter(pl.col("_body").str.contains(v.regex))
         if hit.height == 0:
             continue
-        fields = _extract(hit.select("_row", "_body"), v)
         kind = UNRECOGNIZED if v.kind == "claimed" else v.kind
-        ev = hit.drop("_body", "text").join(fields, on="_row", how="left").with_columns(
-            pl.lit(kind).alias("kind"), pl.lit(v.name).alias("variant"))
-        parts.append(ev)
-        remaining = remaining.filter(~pl.col("_row").is_in(hit.get_column("_row").implode()))
-        anchor_hits.clear()
-    events = pl.concat(parts, how="diagonal_relaxed") if parts else pl.DataFrame()
-    rest = remaining.drop([c for c in remaining.columns if c not in lines.columns])
+        parts.append(_extract(hit.select("_row", "_body"), v).with_columns(
+            pl.lit(kind).alias("kind"), pl.lit(v.name).alias("variant")))
+        taken = taken.scatter(hit.get_column("_i"), True)
+    if parts:
+        fields = pl.concat(parts, how="diagonal_relaxed")
+        events = df.drop("_body", "text").join(fields, on="_row", how="inner")
+    else:
+        events = pl.DataFrame()
+    rest = df.filter(~taken).select(lines.columns)
     return Classified(g.engine, events, rest)
 
 
