@@ -26,7 +26,7 @@ DOCKER_TS = r"(?P<wrap_docker>\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?Z) "
 COMPOSE = r"(?P<wrap_service>[A-Za-z0-9][A-Za-z0-9_.-]*) +\| "
 WRAPPER = f"^(?:{JOURNALD_ISO}|{JOURNALD_SHORT})?(?:{COMPOSE})?(?:{DOCKER_TS})?"
 WRAPPER_FIELDS = ("wrap_iso", "wrap_short", "wrap_service", "wrap_docker")
-ANSI = r"(?:\x1b|\^\[)\[[0-9;]*[A-Za-z]|\[[0-9]{1,2}(?:;[0-9]{1,2})*m"
+ANSI = r"(?:\x1b|\^\[|ESC)\[[0-9;]*[A-Za-z]|\[[0-9]{1,2}(?:;[0-9]{1,2})*m"
 
 # vLLM records glued onto one line (a tqdm bar or a lost newline before the next record): a
 # record start — optional process prefixes, LEVEL MM-DD HH:MM:SS — right after a non-space

@@ -6,6 +6,16 @@ not printed, usually UTC in containers). Without a date the file's mtime gives i
 (``log:date_from_mtime``, inferred). ``gen_throughput`` / ``input_throughput`` are the
 scheduler's averages over its logging window (``basis = window_average``); ``#new-token`` counts
 computed prefill tokens and ``#cached-token`` the radix-cache hits, kept apart.
+
+What each batch-line figure is (sglang.md):
+
+* window averages over scheduler wall time: ``gen_throughput``, ``input_throughput``,
+  ``accept_len``, ``accept_rate``, ``est_*``, occupancy;
+* snapshots at log time: ``*_req`` queue counts, ``*token_usage``, ``*used_tokens``,
+  ``pending_token``, ``graph_used``;
+* exact per batch: ``new_seq``, ``new_token``, ``cached_token``, ``replay_token``;
+* cumulative since start: ``cache_hit_rate_pct`` (≤ 0.4.3), ``forward_ct``;
+* per event, printed by every TP rank: ``retracted_reqs`` (``primary_rank`` marks rank 0).
 """
 
 from __future__ import annotations
@@ -37,6 +47,8 @@ def model(rows: pl.DataFrame, mtimes: dict[str, float | None]) -> dict[str, pl.D
         pl.lit(None, pl.Int64).alias("task"),
         pl.when(pl.col("kind").is_in(["prefill_batch", "decode_batch"]))
         .then(pl.lit(BASIS_WINDOW)).alias("basis"),
+        # retraction and startup lines are printed once per TP rank: count rank 0 only
+        (pl.col("tp_rank").fill_null(0) == 0).alias("primary_rank"),
     )
     df = df.with_columns(runs_from_config(df, ["prefill_batch", "decode_batch"]))
     return {"_rows": df}
