@@ -238,3 +238,26 @@ def test_config_card_does_not_guess_what_the_log_does_not_say():
     assert ngram["spec method"].startswith("draft-free")
     gpu = config_card(logscope.read(str(GPU)))
     assert gpu["spec method"] is None and gpu["context per slot"] == 131072
+
+
+class _FakeLogs:
+    def __init__(self, **tables):
+        self.tables = tables
+        self.files = []
+        self.engines = ["llama-server"]
+
+    def get(self, name):
+        return self.tables.get(name)
+
+
+def test_aggregate_tolerates_requests_without_times():
+    req = logscope.read(str(GPU))["requests"]
+    broken = req.with_columns(
+        pl.when(pl.col("task") == 201).then(None).otherwise(pl.col("t_end")).alias("t_end"))
+    agg = decode_aggregate(_FakeLogs(requests=broken))
+    assert agg.height > 0
+    # the sweep gives the same segments as the original when nothing is missing
+    full = decode_aggregate(_FakeLogs(requests=req))
+    assert full["tps"].to_list() == pytest.approx(
+        decode_aggregate(logscope.read(str(GPU)))["tps"].to_list())
+    assert (full["t1"] > full["t0"]).all()

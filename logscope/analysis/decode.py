@@ -120,18 +120,22 @@ def decode_aggregate(logs, label: str | None = None) -> pl.DataFrame:
               "t1": pl.Float64, "active": pl.Int64, "tps": pl.Float64, "source": pl.String,
               "exactness": pl.String}
     rows = []
-    dr = decode_requests(logs, lab)
+    dr = decode_requests(logs, lab).drop_nulls(["t_decode_start", "t_decode_end"])
     for (file, run), g in dr.group_by(["file", "run"], maintain_order=True):
-        iv = list(zip(g["t_decode_start"], g["t_decode_end"], g["decode_tps"], strict=True))
-        cuts = sorted({x for a, b, _ in iv for x in (a, b)})
-        for t0, t1 in zip(cuts, cuts[1:], strict=False):
-            if t1 <= t0:
+        # sweep line: +rate at a decode start, -rate at its end
+        ev = sorted([(a, 1, r) for a, r in zip(g["t_decode_start"], g["decode_tps"],
+                                              strict=True)]
+                    + [(b, -1, -r) for b, r in zip(g["t_decode_end"], g["decode_tps"],
+                                                  strict=True)])
+        active, rate = 0, 0.0
+        for (t0, d, r), (t1, _, _) in zip(ev, ev[1:] + [(None, 0, 0.0)], strict=True):
+            active += d
+            rate += r
+            if t1 is None or t1 <= t0 or active <= 0:
                 continue
-            act = [r for a, b, r in iv if a <= t0 and b >= t1]
-            if act:
-                rows.append(dict(label=lab, file=file, run=run, t0=t0, t1=t1,
-                                 active=len(act), tps=float(sum(act)),
-                                 source="llama:request", exactness="sum of " + EXACT))
+            rows.append(dict(label=lab, file=file, run=run, t0=t0, t1=t1, active=active,
+                             tps=max(rate, 0.0), source="llama:request",
+                             exactness="sum of " + EXACT))
     out = pl.DataFrame(rows, schema=schema)
     win = decode_windows(logs, lab).filter(pl.col("source") != "llama:tg_3s")
     if win.height:
