@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+import re
 
+import polars as pl
 import pytest
 from lark import Token, Tree
 from lark.exceptions import UnexpectedInput
@@ -50,10 +51,19 @@ def test_grammar_compiles_strictly(engine):
 
     from logscope.grammar import grammar_path
 
-    Lark.open(str(grammar_path(engine)), parser="earley", lexer="dynamic", strict=False)
+    # lark's strict mode: no terminal collisions it can detect, no unused or undefined symbols
+    Lark.open(str(grammar_path(engine)), parser="earley", lexer="dynamic", strict=True)
     g = compile_grammar(engine)
     assert g.variants and all(v.regex.startswith("^") for v in g.variants)
     assert all(v.doc for v in g.variants), "every variant has an @format comment"
+    # every compiled regex is valid for both engines that run it: Python re and Rust regex
+    regexes = [g.envelope_regex] + [v.regex for v in g.variants] + [
+        r for v in g.variants for rep in v.reps
+        for r in (rep.item_regex, *(m.regex for m in rep.members))]
+    probe = pl.Series(["x"])
+    for rx in regexes:
+        re.compile(rx)
+        probe.str.contains(rx)
 
 
 @pytest.mark.parametrize("engine", available_engines())
