@@ -196,16 +196,25 @@ def plot_decode(logs_list, labels=None) -> Figure:
         win = decode_windows(lg, name)
         req = decode_requests(lg, name)
         agg = decode_aggregate(lg, name)
-        seen = set()
-        for key, g in win.group_by(["source", "slot", "task"], maintain_order=True):
-            src, slot, task = key
-            g = g.sort("t")
+        for key, g in win.group_by(["source", "slot"], maintain_order=True):
+            src, slot = key
+            # one line per slot, broken (NaN) between its requests
+            g = g.sort("file", "run", "task", "t", nulls_last=True)
+            brk = (pl.col("task") != pl.col("task").shift(1)) | (
+                pl.col("run") != pl.col("run").shift(1)) | (
+                pl.col("file") != pl.col("file").shift(1))
+            g = g.with_columns(brk.fill_null(False).alias("_brk"))
+            xs, ys = [], []
+            for t, v, b in g.select("t", "tps", "_brk").iter_rows():
+                if b:
+                    xs.append(np.nan)
+                    ys.append(np.nan)
+                xs.append(t)
+                ys.append(v)
             what = f"slot {slot} tg_3s" if src == "llama:tg_3s" else f"{src} (window avg)"
-            (ln,) = ax_t.plot(g["t"].to_numpy(), g["tps"].to_numpy(), marker=".", lw=1,
-                              color=c, ls="-" if (slot or 0) % 2 == 0 else ":",
-                              label=None if (src, slot) in seen else f"{name}: {what}")
-            seen.add((src, slot))
-            ln.set_gid(f"{name}|{src}|slot{slot}|task{task}")
+            (ln,) = ax_t.plot(xs, ys, marker=".", lw=1, color=c,
+                              ls="-" if (slot or 0) % 2 == 0 else ":", label=f"{name}: {what}")
+            ln.set_gid(f"{name}|{src}|slot{slot}")
             drawn += g.height
         if req.height:
             sc = ax_d.scatter(req["depth"].to_numpy(), req["decode_tps"].to_numpy(), color=c,

@@ -57,3 +57,15 @@ def with_time(df: pl.DataFrame) -> tuple[pl.DataFrame, str]:
 
 class NoData(ValueError):
     """The log has nothing for this analysis (the CLI turns it into a one-line user error)."""
+
+
+def active_at(req: pl.DataFrame, file: str, run: int, times):
+    """How many requests of (file, run) are in progress (t_start <= t <= t_end) at each time."""
+    import numpy as np
+
+    g = req.filter((pl.col("file") == file) & (pl.col("run") == run)).drop_nulls(
+        ["t_start", "t_end"])
+    starts = np.sort(g["t_start"].to_numpy())
+    ends = np.sort(g["t_end"].to_numpy())
+    t = np.asarray(times, dtype=float)
+    return np.searchsorted(starts, t, side="right") - np.searchsorted(ends, t, side="left")

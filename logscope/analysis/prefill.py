@@ -43,7 +43,7 @@ import math
 import numpy as np
 import polars as pl
 
-from logscope.analysis._util import EXACT, TICK, WINDOW, col, label_of, table
+from logscope.analysis._util import EXACT, TICK, WINDOW, active_at, col, label_of, table
 
 SCHEMA = {
     "label": pl.String, "file": pl.String, "run": pl.Int32, "slot": pl.Int64, "task": pl.Int64,
@@ -59,14 +59,6 @@ def _empty() -> pl.DataFrame:
     return pl.DataFrame(schema=SCHEMA)
 
 
-def _active(req: pl.DataFrame, file: str, run: int, t: float, exclude_task: int | None) -> int:
-    m = req.filter((pl.col("file") == file) & (pl.col("run") == run)
-                   & (pl.col("t_start") <= t) & (pl.col("t_end") >= t))
-    if exclude_task is not None:
-        m = m.filter(pl.col("task") != exclude_task)
-    return m.height
-
-
 def _llama_points(req: pl.DataFrame) -> list[dict]:
     rows: list[dict] = []
     ok = req.filter(pl.col("prompt_tokens").is_not_null() & pl.col("prompt_ms").is_not_null()
@@ -80,10 +72,10 @@ def _llama_points(req: pl.DataFrame) -> list[dict]:
                          source="llama:request", exactness=EXACT, depth=cached + n / 2,
                          tokens=n, cached=cached, seconds=secs,
                          tps=r["prompt_tps"] if r["prompt_tps"] is not None else n / secs,
-                         concurrent=_active(req, r["file"], r["run"], t_mid, r["task"]),
-                         t_rel=r["t_start"]))
+                         concurrent=None, _t=t_mid, _self=r["t_start"] is not None
+                         and r["t_end"] is not None, t_rel=r["t_start"]))
     if "prefill_tick_list" not in req.columns:
-        return rows
+        return _with_concurrency(req, rows)
     for r in req.filter(pl.col("prefill_tick_list").list.len() > 0).iter_rows(named=True):
         ticks = r["prefill_tick_list"]
         cached = r["cached_tokens"]
@@ -112,10 +104,27 @@ def _llama_points(req: pl.DataFrame) -> list[dict]:
                 rows.append(dict(file=r["file"], run=r["run"], slot=r["slot"], task=r["task"],
                                  source="llama:tick", exactness=TICK, depth=(a + pos) / 2,
                                  tokens=dn, cached=cached, seconds=dt, tps=dn / dt,
-                                 concurrent=_active(req, r["file"], r["run"],
-                                                    (t or 0.0) - dt / 2, r["task"]),
+                                 concurrent=None, _t=(t or 0.0) - dt / 2,
+                                 _self=r["t_start"] is not None and r["t_end"] is not None,
                                  t_rel=t))
             prev_pos, prev_t = pos, t
+    return _with_concurrency(req, rows)
+
+
+def _with_concurrency(req: pl.DataFrame, rows: list[dict]) -> list[dict]:
+    """Fill ``concurrent``: other requests in progress at each point's middle time."""
+    by_group: dict[tuple, list[dict]] = {}
+    for r in rows:
+        by_group.setdefault((r["file"], r["run"]), []).append(r)
+    for (file, run), rs in by_group.items():
+        counts = active_at(req, file, run, [r["_t"] for r in rs])
+        for r, c in zip(rs, counts, strict=True):
+            # the request itself is in progress at its own time, unless it has no times
+            inside = r["_self"] and r["_t"] is not None
+            r["concurrent"] = max(int(c) - (1 if inside else 0), 0)
+    for r in rows:
+        r.pop("_t", None)
+        r.pop("_self", None)
     return rows
 
 

@@ -79,11 +79,12 @@ def bench_table(logs, label: str | None = None) -> pl.DataFrame:
     if req is None or req.height == 0:
         return pl.DataFrame(schema=BENCH_SCHEMA)
     allreq = table(logs, "requests")
+    req = _with_overlap(allreq, req)
     rows = []
     for r in req.iter_rows(named=True):
         cached = max(r.get("cached_tokens") or 0, 0)
         p, g = r.get("prompt_tokens"), r.get("gen_tokens")
-        shared = _overlaps(allreq, r)
+        shared = r["_shared"]
         if p and r.get("prompt_tps"):
             rows.append(dict(kind="pp", tb=bucket(p), db=depth_bucket(cached),
                              tps=r["prompt_tps"], tps_step=None, shared=shared))
@@ -113,14 +114,25 @@ def bench_table(logs, label: str | None = None) -> pl.DataFrame:
                       "exactness").cast(BENCH_SCHEMA)
 
 
-def _overlaps(req: pl.DataFrame, r: dict) -> bool:
-    """Whether another request of the same file/run was in progress at the same time."""
-    if r.get("t_start") is None or r.get("t_end") is None:
-        return False
-    o = req.filter((pl.col("file") == r["file"]) & (pl.col("run") == r["run"])
-                   & (pl.col("t_start") < r["t_end"]) & (pl.col("t_end") > r["t_start"])
-                   & ~((pl.col("slot") == r["slot"]) & (pl.col("task") == r["task"])))
-    return o.height > 0
+def _with_overlap(allreq: pl.DataFrame, req: pl.DataFrame) -> pl.DataFrame:
+    """Add ``_shared``: another request of the same file/run was in progress at the same time.
+
+    Intervals [t_start, t_end] of (file, run) overlapping request i: those starting before
+    i ends minus those ending before (or when) i starts, minus i itself.
+    """
+    import numpy as np
+
+    shared = np.zeros(req.height, dtype=bool)
+    idx = req.with_row_index("_i")
+    for (file, run), g in idx.group_by(["file", "run"]):
+        a = allreq.filter((pl.col("file") == file) & (pl.col("run") == run)).drop_nulls(
+            ["t_start", "t_end"])
+        starts, ends = np.sort(a["t_start"].to_numpy()), np.sort(a["t_end"].to_numpy())
+        g = g.drop_nulls(["t_start", "t_end"])
+        n = (np.searchsorted(starts, g["t_end"].to_numpy(), side="left")
+             - np.searchsorted(ends, g["t_start"].to_numpy(), side="right"))
+        shared[g["_i"].to_numpy()] = n - 1 > 0
+    return req.with_columns(pl.Series("_shared", shared))
 
 
 def window_table(logs, label: str | None = None) -> pl.DataFrame:
