@@ -54,7 +54,7 @@ def compare_metrics(logs_list: list, labels: list[str] | None = None) -> pl.Data
                                               int(t[2:].split(" ")[0]))):
         for m, b in zip(per, benches, strict=True):
             r = b.filter(pl.col("test") == test).row(0, named=True)
-            m[f"{test} t/s (n={r['n']})" if False else f"{test} t/s"] = r["tps_mean"]
+            m[f"{test} t/s"] = r["tps_mean"]
     keys = list(per[0])
     data: dict[str, list] = {"metric": keys}
     for n, m in zip(names, per, strict=True):
