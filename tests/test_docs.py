@@ -46,3 +46,29 @@ def test_adding_a_format_guide_names_real_things():
     for rel in ("fixtures/llama-server/d-b10406-n-gen-trace.log",
                 "fixtures/llama-server/d-b10406-n-gen-trace.expected.json"):
         assert rel in text and (ROOT / rel).exists(), rel
+
+
+def _images():
+    spec = importlib.util.spec_from_file_location("gen_readme_images",
+                                                  ROOT / "scripts" / "gen_readme_images.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_every_pictured_image_is_generated_by_the_script():
+    import re
+
+    made = set(_images().names())
+    for md in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        for ref in re.findall(r"\]\(((?:docs/)?img/[^)]+\.png)\)", md.read_text(encoding="utf-8")):
+            name = ref.rsplit("/", 1)[-1]
+            assert name in made, f"{md.name} shows {ref}: add it to scripts/gen_readme_images.py"
+            assert (ROOT / "docs" / "img" / name).exists(), (
+                f"{ref} missing: run python scripts/gen_readme_images.py")
+
+
+def test_readme_images_current():
+    stale = _images().check()
+    assert not stale, "; ".join(stale) + (
+        " -- docs/img is out of date: run `python scripts/gen_readme_images.py`, commit docs/img")
