@@ -74,33 +74,39 @@ def _extract(sub: pl.DataFrame, v: Variant) -> pl.DataFrame:
 
 
 def _expand_rep(out: pl.DataFrame, rep: Any) -> pl.DataFrame:
-    """Key/value family: split the repeated span into items, match each member on its items."""
+    """Key/value family: split the repeated span into items; each item belongs to the first
+    member (in grammar order) that matches it whole, as on the per-line path; one join back."""
     items = (
         out.select(pl.col("_row"), pl.col(rep.group).str.extract_all(rep.item_regex).alias("_it"))
         .explode("_it")
         .drop_nulls("_it")
+        .with_row_index("_k")
     )
     out = out.drop(rep.group)
+    taken = pl.Series("taken", [False] * items.height, dtype=pl.Boolean)
+    got: list[pl.DataFrame] = []
     for mem in rep.members:
-        cand = items.filter(pl.col("_it").str.contains(mem.anchor, literal=True)) if mem.anchor \
-            else items
-        got = (
-            cand.with_columns(pl.col("_it").str.extract_groups(mem.regex).alias("_m"))
-            .unnest("_m")
-            .select("_row", *[cast(pl.col(f), d).alias(f) for f, d in mem.fields.items()])
-            .drop_nulls(subset=list(mem.fields) or None)
-            .group_by("_row")
-            .first()
-        )
-        new = [f for f in mem.fields if f not in out.columns]
-        if not new:
-            got = got.rename({f: f"{f}__m" for f in mem.fields})
-            out = out.join(got, on="_row", how="left")
-            out = out.with_columns(
-                [pl.coalesce(f, f"{f}__m").alias(f) for f in mem.fields]
-            ).drop([f"{f}__m" for f in mem.fields])
-        else:
-            out = out.join(got, on="_row", how="left")
+        mask = ~taken
+        if mem.anchor:
+            mask = mask & items.get_column("_it").str.contains(mem.anchor, literal=True)
+        cand = items.filter(mask)
+        hit = cand.filter(pl.col("_it").str.contains(mem.regex))
+        if hit.height == 0:
+            continue
+        taken = taken.scatter(hit.get_column("_k"), True)
+        got.append(hit.with_columns(pl.col("_it").str.extract_groups(mem.regex).alias("_m"))
+                   .unnest("_m")
+                   .select("_row", *[cast(pl.col(f), d).alias(f) for f, d in mem.fields.items()]))
+    if not got:
+        return out
+    fields = (pl.concat(got, how="diagonal_relaxed").group_by("_row")
+              .agg(pl.all().drop_nulls().first()))
+    clash = [f for f in fields.columns if f != "_row" and f in out.columns]
+    fields = fields.rename({f: f"{f}__m" for f in clash})
+    out = out.join(fields, on="_row", how="left")
+    if clash:
+        out = out.with_columns([pl.coalesce(f, f"{f}__m").alias(f) for f in clash]).drop(
+            [f"{f}__m" for f in clash])
     return out
 
 
