@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,12 +16,21 @@ ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK = ROOT / "notebooks" / "passive-benchmark.ipynb"
 
 
-def test_passive_benchmark_notebook_runs():
+def test_passive_benchmark_notebook_runs(tmp_path, monkeypatch):
+    # A kernel of this very interpreter, whatever python3 kernelspecs the user has installed
+    # (JUPYTER_PATH comes first in the kernelspec search path).
+    spec_dir = tmp_path / "kernels" / "logscope-test"
+    spec_dir.mkdir(parents=True)
+    (spec_dir / "kernel.json").write_text(json.dumps({
+        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "logscope test", "language": "python"}))
+    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path))
+
     nb = nbformat.read(NOTEBOOK, as_version=4)
     client = nbclient.NotebookClient(
         nb,
         timeout=120,              # per cell; the whole notebook takes ~10 s
-        kernel_name="python3",
+        kernel_name="logscope-test",
         allow_errors=False,
         # start in notebooks/ as Jupyter would: the notebook finds the repo root itself
         resources={"metadata": {"path": str(NOTEBOOK.parent)}},
