@@ -90,10 +90,10 @@ def normalize(text: str) -> tuple[str, int, int]:
         return "", 0, 0
     if "\r\n" in text:
         text = text.replace("\r\n", "\n")
+    if text.endswith("\n"):  # before removing NUL: a last line of only NUL is still a line
+        text = text[:-1]
     if "\x00" in text:
         text = text.replace("\x00", "")
-    if text.endswith("\n"):
-        text = text[:-1]
     lines = text.split("\n")
     capped = 0
     if max(map(len, lines)) > MAX_LINE:
