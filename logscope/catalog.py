@@ -15,8 +15,9 @@ from typing import Any
 import polars as pl
 
 from . import sources
+from .frontend import strip_line
 from .grammar import ENGINES, available_engines, load_grammar
-from .parse import EVENT, IGNORED, OTHER, UNRECOGNIZED, parse_raw_line
+from .parse import EVENT, IGNORED, OTHER, UNRECOGNIZED, classify_line
 
 # a version token: llama.cpp build (b3761), a release (0.4.9.post6, 0.5.x), or now / +
 _VERSION = r"(?:b\d+|\d+(?:\.(?:\d+|x))+(?:\.?post\d+)?|now)"
@@ -150,20 +151,39 @@ def explain(path: str, line_no: int, engine: str = "auto") -> dict[str, Any]:
     ``class`` (event / ignored / unrecognized / other), ``engine``, ``kind``, ``variant``,
     ``format`` (the variant's ``@format`` text), ``fields`` (typed values) and, when the line
     is not an event or ignored line, ``diagnostics``: lark's verdict per engine tried (the
-    engine it looks like first). Raises ``sources.InputError`` like ``logscope.read``.
+    engine it looks like first). A line holding glued vLLM records (which ingest splits) also
+    has ``records``: the same verdict per record, the top-level one being the first record's.
+    Raises ``sources.InputError`` like ``logscope.read``.
     """
     if engine != "auto" and engine not in ENGINES:
         raise ValueError(f"unknown engine {engine!r}; choose auto, {', '.join(ENGINES)}")
     engines = available_engines() if engine == "auto" else [engine]
     src = sources.load(path)
     raw = _line_of(src, line_no)
-    wrap, text, hit = parse_raw_line(raw, engines)
+    wrap, text = strip_line(raw)
+    records = _split(text)
     out: dict[str, Any] = {
         "file": src.name, "line": line_no, "raw": raw,
-        "wrapper": {k: v for k, v in wrap.items() if v is not None},
-        "text": text, "class": OTHER, "engine": None, "kind": None, "variant": None,
-        "format": None, "fields": {}, "diagnostics": {},
+        "wrapper": {k: v for k, v in wrap.items() if v is not None}, "text": text,
+        **_explain_text(records[0], engines),
     }
+    if len(records) > 1:  # glued vLLM records: ingest takes each as its own record
+        out["records"] = [{"text": r, **_explain_text(r, engines)} for r in records]
+    return out
+
+
+def _split(text: str) -> list[str]:
+    from . import frontend
+
+    split = getattr(frontend, "split_records", None)
+    return split(text) if split is not None else [text]
+
+
+def _explain_text(text: str, engines: list[str]) -> dict[str, Any]:
+    """class, engine, kind, variant, format, fields and diagnostics of one stripped record."""
+    out: dict[str, Any] = {"class": OTHER, "engine": None, "kind": None, "variant": None,
+                           "format": None, "fields": {}, "diagnostics": {}}
+    hit = classify_line(text, engines)
     if hit is not None:
         eng, kind, variant, fields = hit
         doc = next((v.doc for v in load_grammar(eng).variants if v.name == variant), "")

@@ -137,3 +137,21 @@ def test_summary_shows_drift_groups(tmp_path):
     shape = "N I slot launch_slot_: id N | task N | processing tasks vN"
     assert f"2 × llama-server: {shape}" in lines[1]
     assert "e.g." in lines[2] and "processing tasks v2" in lines[2]
+
+
+def test_explain_glued_vllm_records(tmp_path):
+    from logscope import frontend
+
+    if not hasattr(frontend, "split_records"):
+        pytest.skip("the front end does not split glued records")
+    p = tmp_path / "g.log"
+    stats = ("INFO 05-06 07:08:09 metrics.py:341] Avg prompt throughput: 12.3 tokens/s, Avg "
+             "generation throughput: 45.6 tokens/s, Running: 2 reqs, Swapped: 0 reqs, Pending: 0 "
+             "reqs, GPU KV cache usage: 1.2%, CPU KV cache usage: 0.0%.")
+    bar = "Processed prompts:  37%|███▋      | 37/100 [00:11<00:17,  3.56it/s]"
+    p.write_text(bar + stats + "\n")
+    r = catalog.explain(str(p), 1)
+    assert len(r["records"]) == 2
+    assert r["records"][1]["kind"] == "engine_stats" and r["records"][1]["engine"] == "vllm"
+    out = run("explain", f"{p}:1")
+    assert out.exit_code == 0 and "2 records on this line" in out.stdout

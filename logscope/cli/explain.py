@@ -41,6 +41,13 @@ def render(r: dict[str, Any]) -> str:
     else:
         out.append("  not a server line: no engine's format or anchor matches "
                    "(counted as ignored)")
+    records = r.get("records") or []
+    if records:
+        out.append(f"  glued:    {len(records)} records on this line (ingest counts each; the "
+                   "verdict above is the first one's)")
+        for k, rec in enumerate(records, 1):
+            what = " ".join(x for x in (rec["engine"], rec["kind"], rec["variant"]) if x)
+            out.append(f"    [{k}] {rec['class']} {what}: {_short(rec['text'], 100)!r}")
     for eng, d in r["diagnostics"].items():
         if d["ok"]:
             out.append(f"  lark ({eng}): parses")
