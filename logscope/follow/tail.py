@@ -42,6 +42,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 
+_DEBUG = bool(os.environ.get("LOGSCOPE_FOLLOW_DEBUG"))
 HEAD_BYTES = 1024  # content fingerprint: sha256 of the file's first (at most) 1 KiB
 TAIL_BYTES = 256  # and of the bytes just before the resume offset
 CHUNK = 1 << 16
@@ -234,6 +235,7 @@ class Follower:
         self.read_pos = 0  # bytes read from it (committed lines + pending data)
         self.buf = b""  # read but not yet split into lines
         self.last = b""  # the last bytes read (before read_pos), to notice replacement
+        self.ctail = b""  # the last bytes committed (before offset): the tail fingerprint
         self.offset = 0  # end of the last committed line
         self.line = 0  # number of the last committed line
         self.missing_since: float | None = None
@@ -251,13 +253,12 @@ class Follower:
         return self._stop
 
     def position(self) -> Position:
-        pos = Position(path=self.path, dev=self.dev, ino=self.ino, offset=self.offset,
-                       line=self.line)
-        if self.fd is not None:
-            with contextlib.suppress(OSError):
-                pos.head_sha256, pos.head_len, pos.tail_sha256, pos.tail_len = \
-                    fingerprint(self.fd, self.offset)
-        return pos
+        # the fingerprints come from the bytes as they were read, never from re-reading the file
+        # (it may have been truncated and rewritten since)
+        head = self.head[:min(HEAD_BYTES, self.offset)]
+        return Position(path=self.path, dev=self.dev, ino=self.ino, offset=self.offset,
+                        line=self.line, head_sha256=_sha(head), head_len=len(head),
+                        tail_sha256=_sha(self.ctail), tail_len=len(self.ctail))
 
     # -- opening ----------------------------------------------------------------------------
     def _open(self, path: str) -> int | None:
@@ -286,9 +287,9 @@ class Follower:
         self.read_pos = self.offset = offset
         self.line = line
         self.buf = b""
-        self.head = os.pread(fd, HEAD_BYTES, 0) if offset else b""
+        self.head = os.pread(fd, min(HEAD_BYTES, offset), 0) if offset else b""
         n = min(TAIL_BYTES, offset)
-        self.last = os.pread(fd, n, offset - n) if n else b""
+        self.last = self.ctail = os.pread(fd, n, offset - n) if n else b""
         self.ever_opened = True
         self.missing_since = None
 
@@ -309,7 +310,9 @@ class Follower:
             self._adopt(fd, off, line)
 
     def _resume(self, fd: int | None, pos: Position) -> None:
-        if fd is not None and matches(fd, pos):
+        if _DEBUG:
+            self.warn(f"debug: resume {pos}")
+        if fd is not None and matches(fd, pos) and (pos.head_len or _same_file(fd, pos)):
             self._adopt(fd, pos.offset, pos.line)
             return
         old = find_rotated(self.path, pos)
@@ -342,6 +345,9 @@ class Follower:
                 self.watcher.start()
             while not self._stop:
                 action = self._check()
+                if action and _DEBUG:
+                    self.warn(f"debug: {action} ino={self.ino} read_pos={self.read_pos} "
+                              f"line={self.line}")
                 if action == "switch":
                     # the name now points at another file: finish the old one first
                     yield from self._drain()
@@ -384,14 +390,18 @@ class Follower:
             return self.safety_interval
         return self.poll_interval
 
-    def _emit(self, raw: bytes, consumed: int) -> Iterator[tuple[int, str]]:
-        """Yield one line; on resumption, commit it (the consumer is done with it)."""
+    def _emit(self, whole: bytes) -> Iterator[tuple[int, str]]:
+        """Yield one line (``whole``: its bytes with the terminator); on resumption, commit it
+        (the consumer is done with it)."""
+        raw = whole[:-1] if whole.endswith(b"\n") else whole
         if raw.endswith(b"\r"):
             raw = raw[:-1]
         line_no = self.line + 1
         yield line_no, raw.decode("utf-8", errors="replace")
         self.line = line_no
-        self.offset += consumed
+        self.offset += len(whole)
+        self.ctail = whole[-TAIL_BYTES:] if len(whole) >= TAIL_BYTES \
+            else (self.ctail + whole)[-TAIL_BYTES:]
         if self.store is not None:
             self.store.maybe_save(self)
 
@@ -407,8 +417,8 @@ class Follower:
                 return
             if not data:
                 return
-            if len(self.head) < HEAD_BYTES and self.read_pos < HEAD_BYTES:
-                self.head = os.pread(self.fd, HEAD_BYTES, 0)
+            if self.read_pos < HEAD_BYTES and len(self.head) == self.read_pos:
+                self.head = (self.head + data)[:HEAD_BYTES]
             self.read_pos += len(data)
             self.last = (self.last + data)[-TAIL_BYTES:] if len(data) < TAIL_BYTES \
                 else data[-TAIL_BYTES:]
@@ -420,7 +430,7 @@ class Follower:
                     break
                 if self._stop:
                     return
-                yield from self._emit(buf[start:nl], nl + 1 - start)
+                yield from self._emit(buf[start:nl + 1])
                 start = nl + 1
             self.buf = buf[start:]
             if self._stop:
@@ -431,7 +441,7 @@ class Follower:
         line will never be completed; emit it as it is."""
         if self.buf and not self._stop:
             raw, self.buf = self.buf, b""
-            yield from self._emit(raw, len(raw))
+            yield from self._emit(raw)
 
     def _check(self) -> str | None:
         """Compare the name with the open file: None (nothing new), "switch" or "truncated"."""
@@ -510,6 +520,11 @@ def _end_of_last_line(fd: int) -> tuple[int, int]:
     return end, lines
 
 
+def _same_file(fd: int, pos: Position) -> bool:
+    st = os.fstat(fd)
+    return (st.st_dev, st.st_ino) == (pos.dev, pos.ino)
+
+
 def find_rotated(path: str, pos: Position) -> tuple[int, str] | None:
     """An open descriptor (and its name) of the file ``pos`` was taken from, if it still exists
     next to ``path`` under another name (``server.log.1``, ``server.log-20250101``, a
@@ -537,6 +552,8 @@ def find_rotated(path: str, pos: Position) -> tuple[int, str] | None:
             by_inode.append(p)
         elif name != base and name.startswith(base):
             similar.append((-st.st_mtime, p))
+    if not pos.head_len:  # nothing was read from it: only its inode identifies it
+        similar = []
     for p in by_inode + [p for _, p in sorted(similar)[:32]]:
         try:
             fd = os.open(p, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
