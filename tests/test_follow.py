@@ -321,6 +321,7 @@ def test_metrics_over_http(tmp_path):
         assert tg and all(s.labels["engine"] == "llama-server" and s.labels["slot"] in ("0", "1")
                           for s in tg)
         assert fams["logscope_draft_acceptance_ratio"].samples
+        assert total("logscope_lines") == len(src.read_text().splitlines())
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.communicate(timeout=10)

@@ -69,7 +69,8 @@ def follow(path: str, start: str, state: str | None, jsonl: bool, serve: str | N
                              engines=None if engine == "auto" else [engine],
                              include_ignored=include_ignored,
                              vanish_timeout=None if math.isinf(vanish_timeout) else vanish_timeout,
-                             watch=not poll)
+                             watch=not poll,
+                             on_line=metrics.line if metrics is not None else None)
     except StateError as e:
         click.echo(f"Error: {e}", err=True)
         sys.exit(e.exit_code)

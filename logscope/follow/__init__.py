@@ -122,7 +122,8 @@ class EventStream:
                  engines: list[str] | None = None, include_ignored: bool = False,
                  state_every_lines: int = 1000, state_every_seconds: float = 1.0,
                  vanish_timeout: float | None = None, watch: bool = True,
-                 poll_interval: float = 0.25, warn=None) -> None:  # noqa: ANN001
+                 poll_interval: float = 0.25, warn=None,  # noqa: ANN001
+                 on_line=None) -> None:  # noqa: ANN001
         from ..grammar import available_engines, load_grammar
         from .state import StateStore
 
@@ -142,6 +143,7 @@ class EventStream:
                                  watch=watch, poll_interval=poll_interval,
                                  vanish_timeout=vanish_timeout, warn=self.warn)
         self.lines_read = 0
+        self.on_line = on_line  # called with the followed path for every line read
         self.run = 0
         self._last_rel: float | None = None
         self._switches = 0
@@ -153,6 +155,8 @@ class EventStream:
         f = self.follower
         for line_no, raw in f.lines():
             self.lines_read += 1
+            if self.on_line is not None:
+                self.on_line(self.path)
             ev = parse_line(self.parser, raw, self.path, line_no,
                             include_ignored=self.include_ignored)
             if ev is None:
