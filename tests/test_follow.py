@@ -217,6 +217,53 @@ def test_state_resume_after_rotation_while_stopped(tmp_path):
         c.stop()
 
 
+def test_chains_of_rotations(tmp_path):
+    p = tmp_path / "a.log"
+    st = tmp_path / "state.json"
+    append(p, b"l1\nl2\n")
+    store = StateStore(str(st))
+    c = Collector(p, from_start=True, store=store)
+    assert len(c.wait_for(2)) == 2
+    c.stop()
+    # stopped: the name is rotated twice
+    append(p, b"l3\n")
+    os.rename(p, tmp_path / "a.log.1")
+    time.sleep(0.01)
+    append(p, b"m1\n")
+    os.rename(p, tmp_path / "a.log.2")
+    time.sleep(0.01)
+    append(p, b"n1\n")
+    c = Collector(p, store=store, resume=store.load(str(p)))
+    assert c.wait_for(3) == [(3, "l3"), (1, "m1"), (1, "n1")]
+    c.stop()
+    # stopped: the file is deleted, a new one written and rotated away
+    os.unlink(p)
+    time.sleep(0.01)
+    append(p, b"o1\n")
+    os.rename(p, tmp_path / "a.log.3")
+    time.sleep(0.01)
+    append(p, b"p1\n")
+    c = Collector(p, store=store, resume=store.load(str(p)))
+    assert c.wait_for(2) == [(1, "o1"), (1, "p1")]
+    # running, but slow to look: two rotations (and a copytruncate copy of a file already
+    # read, which must not be read again) before it wakes up
+    c.f.poll_interval = 5.0
+    time.sleep(0.1)
+    append(p, b"p2\n")
+    shutil.copy(p, tmp_path / "a.log.copy")
+    os.rename(p, tmp_path / "a.log.4")
+    time.sleep(0.01)
+    append(p, b"q1\n")
+    os.rename(p, tmp_path / "a.log.5")
+    time.sleep(0.01)
+    append(p, b"r1\n")
+    c.f.waker.wake()
+    try:
+        assert c.wait_for(5) == [(1, "o1"), (1, "p1"), (2, "p2"), (1, "q1"), (1, "r1")]
+    finally:
+        c.stop()
+
+
 def test_directory_and_vanishing(tmp_path):
     with pytest.raises(FollowError, match="directory"):
         list(Follower(str(tmp_path), watch=False).lines())

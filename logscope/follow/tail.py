@@ -39,6 +39,7 @@ import stat
 import sys
 import threading
 import time
+from collections import deque
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 
@@ -76,6 +77,7 @@ class Position:
     tail_len: int = 0
     offset: int = 0
     line: int = 0
+    mtime_ns: int | None = None  # the file's mtime when the position was taken
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -239,6 +241,8 @@ class Follower:
         self.offset = 0  # end of the last committed line
         self.line = 0  # number of the last committed line
         self.missing_since: float | None = None
+        # the first bytes of files read (or their length and sha256, from a state file)
+        self.seen: deque[tuple[int, str, bytes | None]] = deque(maxlen=64)
         self.ever_opened = False
         self.switches = 0  # files switched to (rotations, re-creations, truncations)
 
@@ -256,9 +260,14 @@ class Follower:
         # the fingerprints come from the bytes as they were read, never from re-reading the file
         # (it may have been truncated and rewritten since)
         head = self.head[:min(HEAD_BYTES, self.offset)]
+        mtime_ns = None
+        if self.fd is not None:
+            with contextlib.suppress(OSError):
+                mtime_ns = os.fstat(self.fd).st_mtime_ns
         return Position(path=self.path, dev=self.dev, ino=self.ino, offset=self.offset,
                         line=self.line, head_sha256=_sha(head), head_len=len(head),
-                        tail_sha256=_sha(self.ctail), tail_len=len(self.ctail))
+                        tail_sha256=_sha(self.ctail), tail_len=len(self.ctail),
+                        mtime_ns=mtime_ns)
 
     # -- opening ----------------------------------------------------------------------------
     def _open(self, path: str) -> int | None:
@@ -327,6 +336,20 @@ class Follower:
                 self.warn(f"{self.display_path} was rotated while not followed; "
                           f"finishing {opath} first")
             return
+        if pos.head_len:
+            self.seen.append((pos.head_len, pos.head_sha256 or "", None))
+        self.dev, self.ino = pos.dev, pos.ino
+        missed = self._next_missed(pos.mtime_ns) if pos.mtime_ns is not None else None
+        if missed is not None:
+            # the old file is gone, but files rotated after it was last written are here
+            mfd, mpath = missed
+            if fd is not None:
+                os.close(fd)
+            self.warn(f"{self.display_path} was replaced while not followed and the old file "
+                      f"was not found (the lines after the saved position are lost); reading "
+                      f"{mpath}, rotated since, first")
+            self._adopt(mfd, 0, 0)
+            return
         if fd is None:
             self.warn(f"{self.display_path} does not exist (any more); waiting for it "
                       "(the lines after the saved position are lost)")
@@ -334,6 +357,70 @@ class Follower:
         self.warn(f"{self.display_path} was replaced or truncated while not followed and the "
                   "old file was not found; reading the new file from its start")
         self._adopt(fd, 0, 0)
+
+    def _next_missed(self, after_ns: int | None) -> tuple[int, str] | None:
+        """The oldest file next to the name that was rotated away after ``after_ns`` (the
+        mtime of the file just finished) and that this follower has not read: the middle of
+        a chain of rotations (the name was rotated again before the follower switched)."""
+        if after_ns is None:
+            return None
+        d = os.path.dirname(self.path) or "."
+        base = os.path.basename(self.path)
+        try:
+            names = os.listdir(d)
+            cst = os.stat(self.path)
+            cur = (cst.st_dev, cst.st_ino)
+        except FileNotFoundError:
+            cur = None
+        except OSError:
+            return None
+        cands = []
+        for name in names:
+            if name == base or not name.startswith(base) or name.endswith(_SKIP_SUFFIXES):
+                continue
+            p = os.path.join(d, name)
+            try:
+                st = os.stat(p)
+            except OSError:
+                continue
+            ident = (st.st_dev, st.st_ino)
+            if (not stat.S_ISREG(st.st_mode) or ident in (cur, (self.dev, self.ino))
+                    or st.st_mtime_ns <= after_ns or st.st_size == 0):
+                continue
+            cands.append((st.st_mtime_ns, p))
+        for _, p in sorted(cands):
+            try:
+                fd = os.open(p, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+                head = os.pread(fd, HEAD_BYTES, 0)
+            except OSError:
+                continue
+            if self._seen(head):
+                os.close(fd)  # already read (a copytruncate copy of a file read, ...)
+                continue
+            return fd, p
+        return None
+
+    def _seen(self, head: bytes) -> bool:
+        """Was a file starting like this read (one is a prefix of the other)?"""
+        for n, h, b in self.seen:
+            if b is not None:
+                k = min(len(b), len(head))
+                if k and head[:k] == b[:k]:
+                    return True
+            elif len(head) >= n and _sha(head[:n]) == h:
+                return True
+        return False
+
+    def _remember(self) -> int | None:
+        """Note the content of the file being left; return its mtime (ns)."""
+        if self.head:
+            self.seen.append((len(self.head), "", self.head))
+        if self.fd is None:
+            return None
+        try:
+            return os.fstat(self.fd).st_mtime_ns
+        except OSError:
+            return None
 
     # -- the loop ---------------------------------------------------------------------------
     def lines(self) -> Iterator[tuple[int, str]]:
@@ -356,12 +443,23 @@ class Follower:
                     yield from self._flush_partial()
                     if self._stop:
                         break
+                    missed = self._next_missed(self._remember())
+                    if missed is not None:
+                        # rotated again before we switched: read the file in between first
+                        self.warn(f"{self.display_path} was rotated more than once; reading "
+                                  f"{missed[1]} first")
+                        self.switches += 1
+                        self._adopt(missed[0], 0, 0)
+                        if self.store is not None:
+                            self.store.save(self)
+                        continue
                     self._switch()
                     continue
                 if action == "truncated":
                     yield from self._flush_partial()
                     if self._stop:
                         break
+                    self._remember()
                     self._restart_same()
                     continue
                 before = self.read_pos
