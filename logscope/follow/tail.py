@@ -22,11 +22,14 @@
   was resumed after yielding it) is what :meth:`Follower.position` reports and what a
   :class:`~logscope.follow.state.StateStore` persists: a restart continues exactly after it.
 
+Chains: when the name was rotated more than once before the follower switched (while it was
+stopped, or busy draining), the rotated siblings (same directory, name starting with the
+followed name) last written after the file just finished and not read before (by their first
+bytes) are read first, oldest first.
+
 Known limits, shared with every tail -F: lines written to a file between the last read and a
-``copytruncate`` (they are in the copy, not in the truncated file) or between the last read
-and a deletion while no follower runs are lost; a resumed follower finds a rotated file by
-fingerprint (one rotation step), not a chain of several rotations that happened while it was
-down.
+``copytruncate`` (they are in the copy, not in the truncated file; a resumed follower does find
+the copy) or between the last read and a deletion while no follower runs are lost.
 """
 
 from __future__ import annotations
