@@ -294,6 +294,16 @@ def test_cli_bad_input(tmp_path):
     r = subprocess.run(follow_cmd(str(tmp_path), "--jsonl"), capture_output=True, text=True,
                        timeout=30)
     assert r.returncode == 2 and "is a directory" in r.stderr
+    r = subprocess.run(follow_cmd(str(tmp_path / "nodir" / "a.log")), capture_output=True,
+                       text=True, timeout=30)
+    assert r.returncode == 2 and "no such directory" in r.stderr
+    (tmp_path / "state").write_text("{}")
+    r = subprocess.run(follow_cmd(str(tmp_path / "a.log"), "--state", str(tmp_path / "state")),
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2 and "not a logscope follow state file" in r.stderr
+    r = subprocess.run(follow_cmd(str(tmp_path / "a.log"), "--serve", "localhost:http"),
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2 and "HOST:PORT" in r.stderr
 
 
 def test_cli_vanish_and_port_in_use(tmp_path):

@@ -309,6 +309,9 @@ class Follower:
         """Open the file for the first time: resume, from start, or from the end."""
         if os.path.isdir(self.path):
             raise FollowError(f"{self.display_path} is a directory, not a log file")
+        if not os.path.isdir(os.path.dirname(self.path)):
+            raise FollowError(f"{self.display_path}: no such directory "
+                              f"{os.path.dirname(self.display_path) or '.'}")
         fd = self._open(self.path)
         if self.resume is not None:
             self._resume(fd, self.resume)
