@@ -188,7 +188,6 @@ def main() -> None:
         except OSError:
             pass
         text = f"""
-
 ## Follow (issue 5)
 
 `python bench/follow_latency.py` ({time.strftime('%Y-%m-%d', time.gmtime())}, {cpu},
