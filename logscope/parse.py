@@ -200,8 +200,19 @@ def classify_line(text: str, engines: list[str]) -> tuple[str, str, str, dict[st
             if m is None:
                 continue
             kind = UNRECOGNIZED if v.kind == "claimed" else v.kind
-            return engine, kind, v.name, {**env, **extract_fields(g, v, m)}
+            fields = {**env, **extract_fields(g, v, m)}
+            return engine, kind, v.name, {k: _fit(x) for k, x in fields.items()}
     return None
+
+
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
+def _fit(value: Any) -> Any:
+    """An integer outside Int64 is null, as the vectorised cast (``strict=False``) makes it."""
+    if type(value) is int and not _INT64_MIN <= value <= _INT64_MAX:
+        return None
+    return value
 
 
 def parse_raw_line(raw: str, engines: list[str]) -> tuple[dict[str, Any], str,

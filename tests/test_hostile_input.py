@@ -251,3 +251,15 @@ def test_long_unrecognized_lines_do_not_hang_the_diagnostics(tmp_path):
     diags = un["diagnostic"].drop_nulls()
     assert diags.len() == DIAGNOSTIC_BUDGET_CHARS // MAX_DIAGNOSTIC_CHARS
     assert diags.str.contains(f"lark read the first {MAX_DIAGNOSTIC_CHARS} of {len(line)}").all()
+
+
+def test_out_of_range_integer_is_null_on_both_paths(tmp_path):
+    from logscope.parse import classify_line
+
+    line = "slot launch_slot_: id  99999999999999999999999 | task 7 | processing task"
+    p = tmp_path / "big.log"
+    p.write_text(line + "\n")
+    batch = logscope.read(str(p))["task_launch"].row(0, named=True)
+    per = classify_line(line, ["llama-server"])[3]
+    assert batch["slot"] is None and per["slot"] is None
+    assert batch["task"] == per["task"] == 7
