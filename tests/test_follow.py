@@ -385,6 +385,41 @@ def test_metrics_over_http(tmp_path):
     assert proc.returncode == 0
 
 
+def _metrics_of(path: Path) -> dict:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from logscope.follow import EventStream
+    from logscope.follow.metrics import Metrics
+
+    m = Metrics()
+    s = EventStream(str(path), from_start=True, watch=False, poll_interval=0.01)
+    t = threading.Timer(1.0, s.stop)
+    t.start()
+    for ev in s:
+        m.observe(ev)
+    t.join()
+    fams = text_string_to_metric_families(m.render().decode())
+    return {f.name: {s.name: s.value for s in f.samples if not s.name.endswith("_created")}
+            for f in fams}
+
+
+def test_metrics_sglang_and_vllm():
+    got = _metrics_of(ROOT / "fixtures" / "sglang" / "v0.4.4-retract-pressure.log")
+    assert got["logscope_retracts"]["logscope_retracts_total"] > 0
+    assert 0 < got["logscope_kv_cache_usage_ratio"]["logscope_kv_cache_usage_ratio"] <= 1
+    assert "logscope_queue_requests" in got["logscope_queue_requests"]
+    got = _metrics_of(ROOT / "fixtures" / "vllm" / "dev-builds-spec.log")
+    acc = got["logscope_draft_accepted_tokens"]["logscope_draft_accepted_tokens_total"]
+    gen = got["logscope_draft_generated_tokens"]["logscope_draft_generated_tokens_total"]
+    assert 0 < acc <= gen
+    assert 0 < got["logscope_draft_acceptance_ratio"]["logscope_draft_acceptance_ratio"] <= 1
+    # V0 prints cumulative totals (228, 601, 992, 1101 accepted): the counter ends at the last
+    got = _metrics_of(ROOT / "fixtures" / "vllm" / "v0.4.2-spec-draft-model.log")
+    assert got["logscope_draft_accepted_tokens"] == {"logscope_draft_accepted_tokens_total": 1101}
+    assert got["logscope_draft_generated_tokens"] == {
+        "logscope_draft_generated_tokens_total": 2155}
+
+
 # -- the torture test --------------------------------------------------------------------------
 
 def test_torture_rotate_truncate_recreate_restart(tmp_path, restart_every=0.9):

@@ -13,7 +13,8 @@ counters (labels ``engine``, ``file``; ``kind`` for events)
   ``logscope_generated_tokens_total``          llama-server ``eval`` tokens
   ``logscope_draft_accepted_tokens_total`` / ``logscope_draft_generated_tokens_total``
                                                llama-server ``draft_acceptance``; vLLM
-                                               ``spec_decoding`` per-window counts
+                                               ``spec_decoding`` per-window counts (V1) or
+                                               the growth of its cumulative totals (V0)
   ``logscope_retracts_total``                  SGLang ``retract`` events
   ``logscope_preemptions_total``               vLLM ``preemption`` events
 gauges (labels ``engine``, ``file``, ``slot``; ``slot`` is "" where the server has none)
@@ -80,6 +81,7 @@ class Metrics:
                            registry=r)
         self.running = Gauge("logscope_running_requests", "Last running requests.", efs,
                              registry=r)
+        self._totals: dict[tuple, float] = {}  # last cumulative value per (labels, field)
         self.last_ts = Gauge("logscope_last_event_timestamp_seconds",
                              "Wall clock when the last event was read.", ["file"], registry=r)
 
@@ -146,8 +148,19 @@ class Metrics:
             put(self.queue, "waiting_reqs")
             put(self.running, "running_reqs")
         elif kind == "spec_decoding":
+            # V1: per-window counts; V0: cumulative totals since the server started
             add(self.draft_acc, "num_accepted_tokens")
             add(self.draft_gen, "num_draft_tokens")
+            for k, counter in (("total_accepted_tokens", self.draft_acc),
+                               ("total_draft_tokens", self.draft_gen)):
+                v = num(k)
+                if v is None:
+                    continue
+                last = self._totals.get((ef, k))
+                self._totals[(ef, k)] = v
+                delta = v if last is None or v < last else v - last  # v < last: a restart
+                if delta > 0:
+                    counter.labels(*ef).inc(delta)
             if num("draft_acceptance_rate") is not None:
                 put(self.acceptance, "draft_acceptance_rate")
             else:
