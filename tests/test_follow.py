@@ -336,7 +336,7 @@ def test_metrics_over_http(tmp_path):
     src = ROOT / "fixtures" / "llama-server" / "corpus" / "generated-spec-pilot-c32k-np2.log"
     p = tmp_path / "server.log"
     shutil.copy(src, p)
-    expected = {"prompt": 0, "gen": 0, "launch": 0, "acc": 0, "events": 0}
+    expected = {"prompt": 0, "gen": 0, "launch": 0, "acc": 0, "events": 0, "prefill_count": 0}
     for raw in src.read_text().splitlines():
         m = parse_raw_line(raw, ["llama-server"])[2]
         if m is None or m[1] == "ignored":
@@ -346,6 +346,7 @@ def test_metrics_over_http(tmp_path):
         expected["prompt"] += f.get("prompt_tokens") or 0 if m[1] == "prompt_eval" else 0
         expected["gen"] += f.get("gen_tokens") or 0 if m[1] == "eval" else 0
         expected["launch"] += m[1] == "task_launch"
+        expected["prefill_count"] += m[1] == "prompt_eval"
         expected["acc"] += f.get("draft_accepted") or 0 if m[1] == "draft_acceptance" else 0
     port = free_port()
     proc = subprocess.Popen(follow_cmd(str(p), "--from-start", "--engine", "llama-server",
@@ -379,6 +380,9 @@ def test_metrics_over_http(tmp_path):
                           for s in tg)
         assert fams["logscope_draft_acceptance_ratio"].samples
         assert total("logscope_lines") == len(src.read_text().splitlines())
+        count = [s.value for s in fams["logscope_prefill_seconds"].samples
+                 if s.name == "logscope_prefill_seconds_count"]
+        assert count == [expected["prefill_count"]]
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.communicate(timeout=10)

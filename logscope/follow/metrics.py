@@ -27,6 +27,10 @@ gauges (labels ``engine``, ``file``, ``slot``; ``slot`` is "" where the server h
   ``logscope_queue_requests``                  SGLang ``queue_req``, vLLM ``waiting_reqs``
   ``logscope_running_requests``                SGLang ``running_req``, vLLM ``running_reqs``
   ``logscope_last_event_timestamp_seconds``    wall clock of the last event read
+histograms (labels ``engine``, ``file``)
+  ``logscope_prefill_seconds``                 llama-server prompt processing time per request
+                                               (exact; TTFT's server-side part, no queueing)
+  ``logscope_decode_tokens_per_second_per_request``  llama-server decode t/s per request
 """
 
 from __future__ import annotations
@@ -42,7 +46,7 @@ class PortInUse(Exception):
 
 class Metrics:
     def __init__(self) -> None:
-        from prometheus_client import CollectorRegistry, Counter, Gauge
+        from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
         self.registry = r = CollectorRegistry(auto_describe=True)
         ef = ["engine", "file"]
@@ -81,6 +85,15 @@ class Metrics:
                            registry=r)
         self.running = Gauge("logscope_running_requests", "Last running requests.", efs,
                              registry=r)
+        self.prefill_seconds = Histogram(
+            "logscope_prefill_seconds", "llama-server prompt processing time per request (exact; "
+            "the server-side part of the time to first token, without queueing).", ef,
+            buckets=(0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120),
+            registry=r)
+        self.decode_tps_hist = Histogram(
+            "logscope_decode_tokens_per_second_per_request",
+            "llama-server decode speed per request (exact).", ef,
+            buckets=(1, 2.5, 5, 10, 20, 30, 50, 75, 100, 150, 200, 300, 500), registry=r)
         self._totals: dict[tuple, float] = {}  # last cumulative value per (labels, field)
         self.last_ts = Gauge("logscope_last_event_timestamp_seconds",
                              "Wall clock when the last event was read.", ["file"], registry=r)
@@ -119,9 +132,13 @@ class Metrics:
         elif kind == "prompt_eval":
             add(self.prompt_tokens, "prompt_tokens")
             put(self.prefill_tps, "prompt_tps")
+            if num("prompt_ms") is not None:
+                self.prefill_seconds.labels(*ef).observe(num("prompt_ms") / 1000)
         elif kind == "eval":
             add(self.gen_tokens, "gen_tokens")
             put(self.decode_tps, "eval_tps")
+            if num("eval_tps") is not None:
+                self.decode_tps_hist.labels(*ef).observe(num("eval_tps"))
         elif kind == "decode_progress":
             put(self.tg_3s, "tg_3s")
         elif kind == "draft_acceptance":
