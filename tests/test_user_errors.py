@@ -26,11 +26,11 @@ def run(*args, input=None):
 
 
 def one_error(r, code: int, *needles: str) -> str:
-    """The run failed with ``code`` and exactly one ``Error:`` line naming every needle."""
+    """The run failed with ``code`` and stderr is one ``Error:`` line naming every needle."""
     assert r.exit_code == code, (r.exit_code, r.output)
     assert "Traceback" not in r.stderr
-    errors = [line for line in r.stderr.splitlines() if line.startswith("Error:")]
-    assert len(errors) == 1, r.stderr
+    errors = r.stderr.splitlines()
+    assert len(errors) == 1 and errors[0].startswith("Error:"), r.stderr
     for n in needles:
         assert n in errors[0], (n, errors[0])
     return errors[0]
@@ -127,8 +127,14 @@ def test_bad_engine():
               "llama-server")
 
 
+def test_missing_argument():
+    one_error(run("ingest"), 2, "Missing argument 'PATHS'")
+    one_error(run("explain"), 2, "Missing argument 'LOG:LINE'")
+
+
 def test_explain_errors(tmp_path):
     one_error(run("explain", tmp_path / "nope.log:3"), 2, "no such file")
+    one_error(run("explain", tmp_path / "nope.log"), 2, "expected LOG:LINE")
     one_error(run("explain", f"{LOG}:100000"), 2, "no line 100000")
     one_error(run("explain", "--engine", "tgi", f"{LOG}:1"), 2, "'--engine'")
 
@@ -158,5 +164,5 @@ def test_no_traceback_from_the_real_process(tmp_path, case):
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == code, r.stderr
     assert "Traceback" not in r.stderr
-    assert len([line for line in r.stderr.splitlines() if line.startswith("Error:")]) == 1
+    assert len(r.stderr.splitlines()) == 1 and r.stderr.startswith("Error:"), r.stderr
     assert r.stdout == ""

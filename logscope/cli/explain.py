@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from ..grammar import ENGINES
+from .ingest import OneLineErrors
 
 MAX_EXPECTED = 12  # expected tokens shown per engine (--json has them all)
 
@@ -66,7 +67,7 @@ def render(r: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
-@click.command()
+@click.command(cls=OneLineErrors)
 @click.argument("location", metavar="LOG:LINE")
 @click.option("--engine", type=click.Choice(["auto", *ENGINES]), default="auto", show_default=True,
               help="Which server printed the log; auto tries each in turn, as ingest does.")
@@ -86,7 +87,8 @@ def explain(location: str, engine: str, as_json: bool) -> None:
     try:
         path, line_no = parse_location(location)
     except ValueError as e:
-        raise click.BadParameter(str(e), param_hint="LOG:LINE") from e
+        click.echo(f"Error: Invalid value for LOG:LINE: {e}", err=True)
+        sys.exit(2)
     try:
         r = catalog_explain(path, line_no, engine=engine)
     except InputError as e:

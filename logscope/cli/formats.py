@@ -7,9 +7,10 @@ import json
 import click
 
 from ..grammar import ENGINES
+from .ingest import OneLineErrors
 
 
-@click.command()
+@click.command(cls=OneLineErrors)
 @click.option("--engine", type=click.Choice(["auto", *ENGINES]), default="auto", show_default=True,
               help="Only this server's formats (auto = all).")
 @click.option("--kind", default=None, help="Only this event kind (e.g. prompt_eval, ignored).")

@@ -11,7 +11,19 @@ import click
 from ..grammar import ENGINES
 
 
-@click.command()
+class OneLineErrors(click.Command):
+    """A command whose usage errors (bad option value, missing argument) are one ``Error:``
+    line on stderr, exit code 2, without the usage text (``--help`` shows it)."""
+
+    def make_context(self, *args, **kwargs):  # noqa: ANN002, ANN003, ANN201
+        try:
+            return super().make_context(*args, **kwargs)
+        except click.UsageError as e:
+            e.ctx = None  # click prints the usage and a hint only when the error has a context
+            raise
+
+
+@click.command(cls=OneLineErrors)
 @click.argument("paths", nargs=-1, required=True)
 @click.option("--out", "out", type=click.Path(file_okay=False), default=None,
               help="Write one Parquet file per table into this directory.")
