@@ -152,7 +152,15 @@ def classify(lines: pl.DataFrame, g: CompiledGrammar) -> Classified:
         taken = taken.scatter(hit.get_column("_i"), True)
     if parts:
         fields = pl.concat(parts, how="diagonal_relaxed")
-        events = df.drop("_body", "text").join(fields, on="_row", how="inner")
+        env = df.drop("_body", "text")
+        # a field both in the envelope and in the body (era C's timestamp=, slot ids): body wins
+        clash = [c for c in fields.columns if c != "_row" and c in env.columns]
+        fields = fields.rename({c: f"{c}__body" for c in clash})
+        events = env.join(fields, on="_row", how="inner")
+        if clash:
+            events = events.with_columns(
+                [pl.coalesce(f"{c}__body", c).alias(c) for c in clash]).drop(
+                [f"{c}__body" for c in clash])
     else:
         events = pl.DataFrame()
     rest = df.filter(~taken).select(lines.columns)
