@@ -396,12 +396,14 @@ def _metrics_of(path: Path) -> dict:
     from logscope.follow.metrics import Metrics
 
     m = Metrics()
-    s = EventStream(str(path), from_start=True, watch=False, poll_interval=0.01)
-    t = threading.Timer(1.0, s.stop)
+    n = path.read_bytes().count(b"\n")
+    s = EventStream(str(path), from_start=True, watch=False, poll_interval=0.01,
+                    on_line=lambda _f: s.stop() if s.lines_read >= n else None)
+    t = threading.Timer(5.0, s.stop)  # a bound, in case
     t.start()
     for ev in s:
         m.observe(ev)
-    t.join()
+    t.cancel()
     fams = text_string_to_metric_families(m.render().decode())
     return {f.name: {s.name: s.value for s in f.samples if not s.name.endswith("_created")}
             for f in fams}
