@@ -324,6 +324,19 @@ def test_cli_vanish_and_port_in_use(tmp_path):
     assert r.returncode == 2 and "port is in use" in r.stderr
 
 
+def test_cli_stops_when_its_reader_goes_away(tmp_path):
+    p = tmp_path / "a.log"
+    p.write_text("")
+    r, w = os.pipe()
+    proc = subprocess.Popen(follow_cmd(str(p), "--jsonl", "--state", str(tmp_path / "st")),
+                            stdout=w, stderr=subprocess.PIPE)
+    os.close(w)
+    time.sleep(1.0)
+    os.close(r)  # like `| head` exiting while the log is quiet
+    assert proc.wait(10) == 0
+    assert json.loads((tmp_path / "st").read_text())["offset"] == 0
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

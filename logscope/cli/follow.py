@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import select
 import signal
 import sys
 
@@ -64,13 +65,27 @@ def follow(path: str, start: str, state: str | None, jsonl: bool, serve: str | N
             click.echo(f"Error: {e}", err=True)
             sys.exit(e.exit_code)
         click.echo(f"serving metrics on http://{host}:{server.server_port}/metrics", err=True)
+    gone = []
+
+    def stdout_closed() -> None:
+        """Idle: has the reader of our stdout gone away (| head)? Then stop, state saved."""
+        try:
+            poller = select.poll()
+            poller.register(sys.stdout.fileno(), 0)  # POLLERR / POLLHUP are always reported
+            if any(ev & (select.POLLERR | select.POLLHUP) for _, ev in poller.poll(0)):
+                gone.append(True)
+                stream.stop()
+        except (OSError, ValueError, AttributeError):
+            pass
+
     try:
         stream = EventStream(path, from_start=start == "start", state=state,
                              engines=None if engine == "auto" else [engine],
                              include_ignored=include_ignored,
                              vanish_timeout=None if math.isinf(vanish_timeout) else vanish_timeout,
                              watch=not poll,
-                             on_line=metrics.line if metrics is not None else None)
+                             on_line=metrics.line if metrics is not None else None,
+                             idle_hook=stdout_closed if hasattr(select, "poll") else None)
     except StateError as e:
         click.echo(f"Error: {e}", err=True)
         sys.exit(e.exit_code)
@@ -80,6 +95,8 @@ def follow(path: str, start: str, state: str | None, jsonl: bool, serve: str | N
 
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
+    if hasattr(signal, "SIGHUP"):  # the terminal went away: stop cleanly too
+        signal.signal(signal.SIGHUP, on_signal)
 
     view = None
     if not jsonl and sys.stdout.isatty():

@@ -123,7 +123,7 @@ class EventStream:
                  state_every_lines: int = 1000, state_every_seconds: float = 1.0,
                  vanish_timeout: float | None = None, watch: bool = True,
                  poll_interval: float = 0.25, warn=None,  # noqa: ANN001
-                 on_line=None) -> None:  # noqa: ANN001
+                 on_line=None, idle_hook=None) -> None:  # noqa: ANN001
         from ..grammar import available_engines, load_grammar
         from .state import StateStore
 
@@ -141,7 +141,8 @@ class EventStream:
             resume = self.store.load(path, warn=self.warn)
         self.follower = Follower(path, from_start=from_start, resume=resume, store=self.store,
                                  watch=watch, poll_interval=poll_interval,
-                                 vanish_timeout=vanish_timeout, warn=self.warn)
+                                 vanish_timeout=vanish_timeout, warn=self.warn,
+                                 idle_hook=idle_hook)
         self.lines_read = 0
         self.on_line = on_line  # called with the followed path for every line read
         self.run = 0

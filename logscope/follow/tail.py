@@ -218,8 +218,9 @@ class Follower:
     def __init__(self, path: str, *, from_start: bool = False, resume: Position | None = None,
                  store=None, watch: bool = True, poll_interval: float = 0.25,  # noqa: ANN001
                  safety_interval: float = 1.0, vanish_timeout: float | None = None,
-                 warn=None) -> None:  # noqa: ANN001
+                 warn=None, idle_hook=None) -> None:  # noqa: ANN001
         self.path = os.path.abspath(path)
+        self.idle_hook = idle_hook  # called before each wait (e.g. to notice a closed stdout)
         self.display_path = path
         self.from_start = from_start
         self.resume = resume
@@ -475,6 +476,10 @@ class Follower:
                 if self.store is not None:
                     self.store.maybe_save(self)
                 if self.read_pos == before:
+                    if self.idle_hook is not None:
+                        self.idle_hook()
+                        if self._stop:
+                            break
                     self.waker.wait(self._wait_time())
         finally:
             if self.watcher is not None:
