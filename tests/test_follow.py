@@ -173,6 +173,8 @@ def test_inotify_wakeups(tmp_path):
         deadline = time.monotonic() + 3
         while not (c.f.watcher and c.f.watcher.active) and time.monotonic() < deadline:
             time.sleep(0.01)
+        if not (c.f.watcher and c.f.watcher.active):
+            pytest.skip("no working inotify watcher here (the follower polls)")
         time.sleep(0.2)
         t0 = time.monotonic()
         append(p, b"hello\n")

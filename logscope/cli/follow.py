@@ -65,15 +65,12 @@ def follow(path: str, start: str, state: str | None, jsonl: bool, serve: str | N
             click.echo(f"Error: {e}", err=True)
             sys.exit(e.exit_code)
         click.echo(f"serving metrics on http://{host}:{server.server_port}/metrics", err=True)
-    gone = []
-
     def stdout_closed() -> None:
         """Idle: has the reader of our stdout gone away (| head)? Then stop, state saved."""
         try:
             poller = select.poll()
             poller.register(sys.stdout.fileno(), 0)  # POLLERR / POLLHUP are always reported
             if any(ev & (select.POLLERR | select.POLLHUP) for _, ev in poller.poll(0)):
-                gone.append(True)
                 stream.stop()
         except (OSError, ValueError, AttributeError):
             pass
