@@ -64,7 +64,8 @@ def follow(path: str, start: str, state: str | None, jsonl: bool, serve: str | N
         except PortInUse as e:
             click.echo(f"Error: {e}", err=True)
             sys.exit(e.exit_code)
-        click.echo(f"serving metrics on http://{host}:{server.server_port}/metrics", err=True)
+        shown = f"[{host}]" if ":" in host else host
+        click.echo(f"serving metrics on http://{shown}:{server.server_port}/metrics", err=True)
     def stdout_closed() -> None:
         """Idle: has the reader of our stdout gone away (| head)? Then stop, state saved."""
         try:
