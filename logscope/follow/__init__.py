@@ -63,11 +63,36 @@ class _Parser:
     that grammar's compiled envelope) must not take the others down."""
 
     def __init__(self, engines: list[str]) -> None:
-        from ..parse import parse_raw_line
+        from ..parse import classify_line, parse_raw_line
+
+        try:  # records glued onto one physical line (vLLM under tqdm), as ingest splits them
+            from ..frontend import split_records
+        except ImportError:  # pragma: no cover - an older front end
+            def split_records(text: str) -> list[str]:
+                return [text]
 
         self.parse_raw_line = parse_raw_line
+        self.classify_line = classify_line
+        self.split_records = split_records
         self.engines = engines
         self.broken: set[str] = set()
+
+    def records(self, raw: str) -> tuple[dict[str, Any], list[tuple | None]]:
+        """(wrapper fields, one match per record of the line: usually one)."""
+        wrap, text, match = self(raw)
+        try:
+            texts = self.split_records(text)
+        except Exception:  # noqa: BLE001
+            texts = [text]
+        if len(texts) <= 1:
+            return wrap, [match]
+        out = []
+        for t in texts:
+            try:
+                out.append(self.classify_line(t, self.engines))
+            except Exception:  # noqa: BLE001
+                out.append(None)
+        return wrap, out
 
     def __call__(self, raw: str):  # noqa: ANN204
         engines = [e for e in self.engines if e not in self.broken]
@@ -87,8 +112,20 @@ class _Parser:
 
 
 def parse_line(parser: _Parser, raw: str, file: str, line: int, *,
-               include_ignored: bool = False) -> dict[str, Any] | None:
-    wrap, _text, match = parser(raw)
+               include_ignored: bool = False) -> list[dict[str, Any]]:
+    """The events of one raw line: usually one or none; several when records are glued onto
+    one physical line (they share its line number)."""
+    wrap, matches = parser.records(raw)
+    out = []
+    for match in matches:
+        ev = _event(match, wrap, file, line, include_ignored)
+        if ev is not None:
+            out.append(ev)
+    return out
+
+
+def _event(match: tuple | None, wrap: dict[str, Any], file: str, line: int,
+           include_ignored: bool) -> dict[str, Any] | None:
     if match is None:
         if not include_ignored:
             return None
@@ -158,21 +195,19 @@ class EventStream:
             self.lines_read += 1
             if self.on_line is not None:
                 self.on_line(self.path)
-            ev = parse_line(self.parser, raw, self.path, line_no,
-                            include_ignored=self.include_ignored)
-            if ev is None:
-                continue
-            if f.switches != self._switches:  # a new file: its clock starts again
-                self._switches = f.switches
-                self._last_rel = None
-            rel = _ts_rel_seconds(ev.get("ts_rel"))
-            if rel is not None:
-                if self._last_rel is not None and rel < self._last_rel:
-                    self.run += 1
-                self._last_rel = rel
-            ev["run"] = self.run
-            ev["t_read"] = time.time()
-            yield ev
+            for ev in parse_line(self.parser, raw, self.path, line_no,
+                                 include_ignored=self.include_ignored):
+                if f.switches != self._switches:  # a new file: its clock starts again
+                    self._switches = f.switches
+                    self._last_rel = None
+                rel = _ts_rel_seconds(ev.get("ts_rel"))
+                if rel is not None:
+                    if self._last_rel is not None and rel < self._last_rel:
+                        self.run += 1
+                    self._last_rel = rel
+                ev["run"] = self.run
+                ev["t_read"] = time.time()
+                yield ev
 
 
 def events(path: str, **kwargs: Any) -> Iterator[dict[str, Any]]:
