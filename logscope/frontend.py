@@ -26,6 +26,8 @@ DOCKER_TS = r"(?P<wrap_docker>\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?Z) "
 COMPOSE = r"(?P<wrap_service>[A-Za-z0-9][A-Za-z0-9_.-]*) +\| "
 WRAPPER = f"^(?:{JOURNALD_ISO}|{JOURNALD_SHORT})?(?:{COMPOSE})?(?:{DOCKER_TS})?"
 WRAPPER_FIELDS = ("wrap_iso", "wrap_short", "wrap_service", "wrap_docker")
+# a line that can carry a wrapper starts like one of them (a superset test, no captures)
+WRAPPER_HINT = r"^(?:\d{4}-\d{2}-\d{2}T|[A-Z][a-zä]{2,3} [ 0-9]\d |[A-Za-z0-9][A-Za-z0-9_.-]* +\| )"
 ANSI = r"(?:\x1b|\^\[|ESC)\[[0-9;]*[A-Za-z]|\[[0-9]{1,2}(?:;[0-9]{1,2})*m"
 
 # vLLM records glued onto one line (a tqdm bar or a lost newline before the next record): a
@@ -126,9 +128,15 @@ def strip_frame(lines):  # noqa: ANN001, ANN201 - polars types imported lazily
         .otherwise(raw)
         .alias("_clean")
     )
-    wrap = pl.col("_clean").str.extract_groups(WRAPPER + "(?P<_rest>.*)$")
-    df = df.with_columns(wrap.alias("_w")).unnest("_w")
-    df = df.with_columns(pl.coalesce("_rest", "_clean").alias("text")).drop("_rest", "_clean")
+    # most logs carry no wrapper: a cheap test on the line start spares the capturing regex
+    maybe_wrapped = pl.col("_clean").str.contains(WRAPPER_HINT)
+    if df.height and df.select(maybe_wrapped.any()).item():
+        wrap = pl.col("_clean").str.extract_groups(WRAPPER + "(?P<_rest>.*)$")
+        df = df.with_columns(wrap.alias("_w")).unnest("_w")
+        df = df.with_columns(pl.coalesce("_rest", "_clean").alias("text")).drop("_rest", "_clean")
+    else:
+        df = df.with_columns(*[pl.lit(None, pl.String).alias(f) for f in WRAPPER_FIELDS],
+                             pl.col("_clean").alias("text")).drop("_clean")
     glued = pl.col("text").str.contains(GLUED)
     if df.height and df.select(glued.any()).item():
         # one row per record: the records of a glued line share its line number
