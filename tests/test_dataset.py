@@ -138,3 +138,21 @@ def test_journald_host_and_errors(tmp_path):
     assert {p.name for p in ds.glob("*/engine=*/host=*")} == {"host=gpu7"}
     with pytest.raises(logscope.sources.InputError):
         ingest_to_dataset([str(tmp_path / "missing.log")], ds)
+
+
+def test_cli_ingest_dataset(tmp_path):
+    from click.testing import CliRunner
+
+    from logscope.cli import cli
+
+    _copy_logs(tmp_path, 2)
+    pattern = str(tmp_path / "logs" / "**" / "*.log")
+    ds = str(tmp_path / "ds")
+    r = CliRunner().invoke(cli, ["ingest", pattern, "--dataset", ds, "--workers", "1"])
+    assert r.exit_code == 0, r.output
+    assert r.output.startswith("2 file(s) ingested, 0 appended, 0 skipped")
+    r = CliRunner().invoke(cli, ["ingest", pattern, "--dataset", ds, "--json"])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["skipped"] == 2
+    r = CliRunner().invoke(cli, ["ingest", pattern, "--dataset", ds, "--out", ds])
+    assert r.exit_code == 2 and "not both" in r.output

@@ -27,22 +27,41 @@ class OneLineErrors(click.Command):
 @click.argument("paths", nargs=-1, required=True)
 @click.option("--out", "out", type=click.Path(file_okay=False), default=None,
               help="Write one Parquet file per table into this directory.")
+@click.option("--dataset", "dataset", type=click.Path(file_okay=False), default=None,
+              help="Append to a hive-partitioned Parquet dataset in this directory "
+                   "(in parallel; unchanged files are skipped, grown files add their new lines).")
+@click.option("--workers", type=click.IntRange(min=1), default=None,
+              help="Processes for --dataset (default: one per CPU, at most one per file).")
 @click.option("--engine", type=click.Choice(["auto", *ENGINES]), default="auto", show_default=True,
               help="Which server printed the log; auto decides per line.")
 @click.option("--json", "as_json", is_flag=True,
               help="Print the JSON summary (DESIGN.md contract).")
-def ingest(paths: tuple[str, ...], out: str | None, engine: str, as_json: bool) -> None:
+def ingest(paths: tuple[str, ...], out: str | None, dataset: str | None, workers: int | None,
+           engine: str, as_json: bool) -> None:
     """Parse server logs (files, globs, - for stdin, .gz) into event tables.
 
     Exit codes: 0 ok; 1 no server lines found (empty input, unknown format) or the --out
     directory cannot be written; 2 bad input (missing file, directory, unreadable, corrupt .gz)
     or a bad option (--engine).
 
+    With --dataset DIR, every file is ingested in its own process and appended to
+    DIR/<table>/engine=/host=/date=/ Parquet files; DIR/_manifest.json remembers what was
+    read, so running the same command again adds only what is new.
+
     Example: logscope ingest server.log --out frames/
+
+    Example: logscope ingest 'logs/**/*.log' --dataset ds/
     """
     from .. import summary as summary_mod
     from ..ingest import NoServerLines, read
     from ..sources import InputError
+
+    if dataset is not None:
+        if out is not None:
+            click.echo("Error: give --out or --dataset, not both", err=True)
+            sys.exit(2)
+        _ingest_dataset(paths, dataset, engine, workers, as_json)
+        return
 
     try:
         logs = read(list(paths), engine=engine)
@@ -75,6 +94,27 @@ def ingest(paths: tuple[str, ...], out: str | None, engine: str, as_json: bool) 
         click.echo(json.dumps(logs.summary()))
     else:
         click.echo(summary_mod.render(logs))
+
+
+def _ingest_dataset(paths: tuple[str, ...], dataset: str, engine: str, workers: int | None,
+                    as_json: bool) -> None:
+    from ..dataset import ingest_to_dataset
+    from ..sources import InputError
+
+    try:
+        report = ingest_to_dataset(list(paths), dataset, engine=engine, workers=workers)
+    except InputError as e:
+        click.echo(f"Error: {e}", err=True)
+        sys.exit(e.exit_code)
+    except OSError as e:
+        raise click.ClickException(
+            f"cannot write the dataset {dataset}/: {e.strerror or e}") from e
+    if as_json:
+        click.echo(json.dumps(report))
+        return
+    click.echo(f"{report['ingested']} file(s) ingested, {report['appended']} appended, "
+               f"{report['skipped']} skipped (unchanged): {report['lines']} new line(s), "
+               f"{report['parts']} Parquet file(s) written to {dataset}/")
 
 
 def write_tables(tables: dict, out: Path) -> list[Path]:
