@@ -98,25 +98,22 @@ def attach_continuations(df: pl.DataFrame) -> pl.DataFrame:
 
 
 def assign_runs(df: pl.DataFrame) -> pl.DataFrame:
-    """Split each file (and router child) into server runs: a new run starts when the relative
-    clock goes back, or at a startup line (build / verbosity) that follows request lines."""
+    """Split each file (and router child) into server runs. A new run starts where the relative
+    clock goes back, or at a startup line (build / verbosity) when requests were seen since the
+    previous run start (so a block of startup lines is one restart, not one per line)."""
     grp = ["file", "_port"]
     t = pl.col("t_rel").forward_fill().over(grp)
-    prev_t = t.shift(1).over(grp)
+    backstep = (t < t.shift(1).over(grp) - CLOCK_BACKSTEP_S).fill_null(False)
     is_start = pl.col("variant").is_in(RUN_START_VARIANTS)
     is_request = pl.col("kind").is_in(["task_launch", "release", "prompt_eval", "slot_select"])
-    seen_request = is_request.cast(pl.Int32).cum_sum().over(grp)
-    backstep = (t < prev_t - CLOCK_BACKSTEP_S).fill_null(False)
-    restart = backstep | (is_start & (seen_request.shift(1).over(grp).fill_null(0) > 0))
-    # a startup block is one restart, not one per startup line
-    df = df.with_columns(restart.alias("_restart"))
-    df = df.with_columns(
-        (pl.col("_restart") & ~(pl.col("_restart").shift(1).over(grp).fill_null(False)
-                                & is_start)).alias("_restart")
-    )
-    # seen_request resets per run: recompute iteratively is overkill; one restart per block is ok
-    return df.with_columns(
-        (pl.col("_restart").cast(pl.Int32).cum_sum().over(grp) + 1).alias("run")).drop("_restart")
+    requests_before = (is_request.cast(pl.Int32).cum_sum().over(grp)
+                       - is_request.cast(pl.Int32))
+    candidate = backstep | is_start
+    # requests seen up to the previous candidate (counts only grow, so accepted or not is alike)
+    at_prev = (pl.when(candidate).then(requests_before).shift(1).forward_fill().over(grp)
+               .fill_null(0))
+    restart = backstep | (is_start & (requests_before > at_prev))
+    return df.with_columns((restart.cast(pl.Int32).cum_sum().over(grp) + 1).alias("run"))
 
 
 def anchor_clock(df: pl.DataFrame, mtime: dict[str, float | None]) -> pl.DataFrame:
