@@ -64,5 +64,6 @@ def render(logs: Logs) -> str:
         if dr.height:
             acc = dr["draft_accepted"].sum() / dr["draft_generated"].sum()
             out.append(f"  draft acceptance: {acc:.3f} over {dr.height} request(s), "
-                       f"mean accepted length {dr['mean_len'].mean() or float('nan'):.2f}")
+                       f"mean accepted length {dr['mean_len'].mean() or float('nan'):.2f} "
+                       "(mean over requests)")
     return "\n".join(out)
