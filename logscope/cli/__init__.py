@@ -22,6 +22,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "card": ("logscope.cli.card", "card"),
     "formats": ("logscope.cli.formats", "formats"),
     "explain": ("logscope.cli.explain", "explain"),
+    "sql": ("logscope.cli.sql", "sql"),
 }
 
 

@@ -1,0 +1,114 @@
+"""SQL over logscope's tables with DuckDB (optional: ``pip install 'logscope[sql]'``).
+
+One view per table — ``requests``, ``prompt_eval``, ``draft_acceptance``, ``retract``, ... —
+either over a Parquet dataset written by ``logscope ingest --dataset DIR`` (read with hive
+partitioning: the ``engine``, ``host`` and ``date`` partition columns are strings) or over the
+frames of ``logscope.read(LOG...)``.
+
+    >>> from logscope.sql import query
+    >>> cols, rows = query("SELECT count(*) FROM requests",
+    ...                    logs=["fixtures/llama-server/corpus/generated-ngram-c4k-np1.log"])
+    >>> rows
+    [(6,)]
+
+Example queries (``logscope sql --dataset ds/ "..."``):
+
+Prefill t/s by context depth bucket (``prompt_total``: prompt tokens including a cached prefix;
+llama-server, exact per request)::
+
+    SELECT (prompt_total // 4096) * 4096 AS depth, count(*) AS n,
+           round(median(prompt_tps), 1) AS prompt_tps
+    FROM requests WHERE prompt_tps IS NOT NULL GROUP BY depth ORDER BY depth
+
+Speculative-decoding acceptance by hour::
+
+    SELECT date_trunc('hour', ts) AS hour, sum(draft_accepted) AS accepted,
+           sum(draft_generated) AS drafted,
+           round(sum(draft_accepted) / sum(draft_generated), 3) AS rate
+    FROM draft_acceptance GROUP BY hour ORDER BY hour
+
+Retracts (SGLang) per day::
+
+    SELECT CAST(ts AS DATE) AS day, count(*) AS retracts, sum(retracted_reqs) AS requests
+    FROM retract GROUP BY day ORDER BY day
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+INSTALL_HINT = "DuckDB is not installed: pip install 'logscope[sql]' (or pip install duckdb)"
+
+
+class MissingDuckDB(ImportError):
+    """``duckdb`` is not importable."""
+
+
+def _duckdb():  # noqa: ANN202
+    try:
+        import duckdb
+    except ImportError as e:
+        raise MissingDuckDB(INSTALL_HINT) from e
+    return duckdb
+
+
+def _quote_ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _quote_str(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+@contextmanager
+def connect(dataset: str | os.PathLike | None = None, logs: list[str] | None = None,
+            engine: str = "auto"):  # noqa: ANN201
+    """A DuckDB connection with one view per table (of ``dataset`` or of ``logs``)."""
+    duckdb = _duckdb()
+    if (dataset is None) == (not logs):
+        raise ValueError("give a dataset directory or log files (one of them)")
+    con = duckdb.connect()
+    with tempfile.TemporaryDirectory(prefix="logscope-sql-") as tmp:
+        try:
+            if dataset is not None:
+                from .dataset import PARTITIONS, table_glob, tables_in
+
+                hive = ", ".join(f"{_quote_str(k)}: VARCHAR" for k in PARTITIONS)
+                for name in tables_in(dataset):
+                    con.execute(
+                        f"CREATE VIEW {_quote_ident(name)} AS SELECT * FROM read_parquet("
+                        f"{_quote_str(table_glob(dataset, name))}, hive_partitioning = true, "
+                        f"union_by_name = true, hive_types = {{{hive}}})")
+            else:
+                from .ingest import NoServerLines, read
+
+                try:
+                    frames = read(list(logs), engine=engine).tables
+                except NoServerLines as e:
+                    frames = e.args[0].tables
+                # Parquet, not con.register: registering a Polars frame needs pyarrow
+                for name, df in frames.items():
+                    if name.startswith("_"):
+                        continue
+                    path = Path(tmp) / f"{name}.parquet"
+                    df.write_parquet(path)
+                    con.execute(f"CREATE VIEW {_quote_ident(name)} AS SELECT * FROM "
+                                f"read_parquet({_quote_str(str(path))})")
+            yield con
+        finally:
+            con.close()
+
+
+def query(sql: str, dataset: str | os.PathLike | None = None, logs: list[str] | None = None,
+          engine: str = "auto") -> tuple[list[str], list[tuple[Any, ...]]]:
+    """Run one SQL statement; returns (column names, rows)."""
+    with connect(dataset, logs, engine) as con:
+        cur = con.execute(sql)
+        if cur.description is None:
+            return [], []
+        cols = [d[0] for d in cur.description]
+        return cols, cur.fetchall()
