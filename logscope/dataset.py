@@ -26,6 +26,10 @@ been ingested. Re-ingesting an unchanged file adds nothing. A file that has grow
 64 KiB fingerprint, larger size) adds only the complete lines after the old end: line numbers
 continue from the old count and ``run`` continues from the last run seen. A different file at
 the same path (another fingerprint, or smaller) is ingested as new; its earlier parts stay.
+The manifest is updated after each file's Parquet parts are written, and a part's name is a
+function of the file and the byte offset it starts at, so an ingest interrupted midway and run
+again rewrites the same parts instead of duplicating them. ``DIR/.lock`` (``flock``) serialises
+two ingests into the same dataset.
 
 Limitations, honestly:
 
@@ -213,7 +217,6 @@ def ingest_to_dataset(paths: list[str] | tuple[str, ...] | str, out_dir: str | o
     Returns ``{"ingested": new files, "appended": grown files, "skipped": unchanged files,
     "lines": lines added, "parts": Parquet files written, "files": [per-file detail]}``.
     """
-    from . import sources
     from .grammar import ENGINES
 
     if isinstance(paths, str):
@@ -222,6 +225,21 @@ def ingest_to_dataset(paths: list[str] | tuple[str, ...] | str, out_dir: str | o
         raise ValueError(f"unknown engine {engine!r}; choose auto, {', '.join(ENGINES)}")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    # one writer at a time: a second ingest into the same dataset waits for the first
+    with open(out / ".lock", "w") as lock:
+        try:
+            import fcntl
+
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        except ImportError:  # Windows: no lock (do not run two ingests into one dataset)
+            pass
+        return _ingest_locked(paths, out, engine, workers)
+
+
+def _ingest_locked(paths: list[str] | tuple[str, ...], out: Path, engine: str,
+                   workers: int | None) -> dict[str, Any]:
+    from . import sources
+
     manifest = _load_manifest(out)
     files: dict[str, Any] = manifest.setdefault("files", {})
 
