@@ -53,7 +53,9 @@ import os
 import re
 import tempfile
 import time
+import warnings
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
@@ -155,6 +157,21 @@ def _task(args: tuple) -> dict[str, Any]:
     return read_part(*args)
 
 
+def _resilient(results, tasks: list[tuple]):  # noqa: ANN001, ANN202
+    """Results of the pool; if it breaks (a worker killed, or spawn cannot re-import a
+    ``__main__`` read from stdin), the remaining files are ingested in this process."""
+    done = 0
+    try:
+        for res in results:
+            done += 1
+            yield res
+    except BrokenProcessPool:
+        warnings.warn("logscope: the worker processes failed; ingesting the remaining files in "
+                      "this process", RuntimeWarning, stacklevel=3)
+        for t in tasks[done:]:
+            yield _task(t)
+
+
 def _load_manifest(out: Path) -> dict[str, Any]:
     path = out / MANIFEST
     if not path.exists():
@@ -212,7 +229,9 @@ def ingest_to_dataset(paths: list[str] | tuple[str, ...] | str, out_dir: str | o
                       engine: str = "auto", workers: int | None = None) -> dict[str, Any]:
     """Ingest log files (paths or globs) into the Parquet dataset ``out_dir`` (see the module
     docstring), one file per task in a process pool of ``workers`` (default
-    ``min(cpu count, files)``; 1 runs in this process).
+    ``min(cpu count, files)``; 1 runs in this process). Workers are spawned (not forked: Polars'
+    threads do not survive a fork), so a script calling this with workers > 1 needs the usual
+    ``if __name__ == "__main__":`` guard.
 
     Returns ``{"ingested": new files, "appended": grown files, "skipped": unchanged files,
     "lines": lines added, "parts": Parquet files written, "files": [per-file detail]}``.
@@ -291,7 +310,7 @@ def _ingest_locked(paths: list[str] | tuple[str, ...], out: Path, engine: str,
             pool = None
         else:  # spawn: forking a process that already runs Polars' thread pool can deadlock
             pool = ProcessPoolExecutor(max_workers=n, mp_context=get_context("spawn"))
-            results = pool.map(_task, tasks)
+            results = _resilient(pool.map(_task, tasks), tasks)
         try:
             for info, res in zip(plan, results, strict=True):
                 ident, old = info["ident"], info["old"]
