@@ -149,7 +149,9 @@ def read_part(path: str, start_byte: int = 0, start_line: int = 0, engine: str =
     for df in tables.values():
         if "run" in df.columns and df.height and df["run"].max() is not None:
             last_run = max(last_run, int(df["run"].max()))
+    pending = 0 if magic == b"\x1f\x8b" else p.stat().st_size - end
     return {"path": path, "tables": tables, "end_byte": end, "lines": n, "host": host,
+            "pending_bytes": max(pending, 0),
             "engines": logs.engines, "stats": stats[0].__dict__, "last_run": last_run}
 
 
@@ -234,7 +236,8 @@ def ingest_to_dataset(paths: list[str] | tuple[str, ...] | str, out_dir: str | o
     ``if __name__ == "__main__":`` guard.
 
     Returns ``{"ingested": new files, "appended": grown files, "skipped": unchanged files,
-    "lines": lines added, "parts": Parquet files written, "files": [per-file detail]}``.
+    "lines": lines added, "parts": Parquet files written, "pending_bytes": bytes of unfinished
+    last lines (no newline yet) left for the next ingest, "files": [per-file detail]}``.
     """
     from .grammar import ENGINES
 
@@ -264,7 +267,8 @@ def _ingest_locked(paths: list[str] | tuple[str, ...], out: Path, engine: str,
 
     tasks: list[tuple] = []
     plan: list[dict[str, Any]] = []
-    report = {"ingested": 0, "appended": 0, "skipped": 0, "lines": 0, "parts": 0, "files": []}
+    report = {"ingested": 0, "appended": 0, "skipped": 0, "lines": 0, "parts": 0,
+              "pending_bytes": 0, "files": []}
     seen: set[str] = set()
     for p in sources.expand(list(paths)):
         if p == "-":
@@ -339,6 +343,7 @@ def _ingest_locked(paths: list[str] | tuple[str, ...], out: Path, engine: str,
                 report[action] += 1
                 report["lines"] += res["lines"]
                 report["parts"] += len(written)
+                report["pending_bytes"] += res["pending_bytes"]
                 report["files"].append({"file": res["path"], "action": action,
                                         "lines": res["lines"]})
         finally:

@@ -69,6 +69,7 @@ def test_grown_file_appends_only_new_lines(tmp_path):
     ds = tmp_path / "ds"
     r1 = ingest_to_dataset([str(log)], ds, workers=1)
     assert r1["ingested"] == 1 and r1["lines"] == half  # the partial line waits
+    assert r1["pending_bytes"] == 12
     log.write_bytes(b"".join(data))  # the writer finished: the same file, grown
     r2 = ingest_to_dataset([str(log)], ds, workers=1)
     assert (r2["appended"], r2["lines"]) == (1, len(data) - half)

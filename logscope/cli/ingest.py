@@ -115,6 +115,9 @@ def _ingest_dataset(paths: tuple[str, ...], dataset: str, engine: str, workers: 
     click.echo(f"{report['ingested']} file(s) ingested, {report['appended']} appended, "
                f"{report['skipped']} skipped (unchanged): {report['lines']} new line(s), "
                f"{report['parts']} Parquet file(s) written to {dataset}/")
+    if report["pending_bytes"]:
+        click.echo(f"{report['pending_bytes']} byte(s) of unfinished last line(s) (no newline "
+                   "yet) left for the next ingest", err=True)
 
 
 def write_tables(tables: dict, out: Path) -> list[Path]:
