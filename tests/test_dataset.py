@@ -157,3 +157,26 @@ def test_cli_ingest_dataset(tmp_path):
     assert json.loads(r.stdout)["skipped"] == 2
     r = CliRunner().invoke(cli, ["ingest", pattern, "--dataset", ds, "--out", ds])
     assert r.exit_code == 2 and "not both" in r.output
+
+
+def test_sglang_and_vllm_rows_land_in_their_engine_partitions(tmp_path):
+    from tests.conftest import FIXTURES
+
+    files = [str(p) for p in [*sorted(FIXTURES.glob("sglang/v0.4.4-*.log")),
+                              *sorted(FIXTURES.glob("sglang/v0.3.4-*.log")),
+                              *sorted(FIXTURES.glob("vllm/*.log"))[:3]]]
+    ds = tmp_path / "ds"
+    ingest_to_dataset(files, ds, workers=1)
+    have = tables_in(ds)
+    for f in files:
+        for table, want in logscope.read(f).tables.items():
+            if table.startswith("_") or want.height == 0:
+                continue
+            got = scan(ds, table).filter(pl.col("file") == f).collect()
+            assert got.height == want.height, (f, table)
+            assert table in have
+            if "engine" in want.columns:  # the partition holds the row's own engine
+                assert sorted(got["engine"].fill_null("unknown")) == \
+                    sorted(want["engine"].fill_null("unknown"))
+    hosts = {p.name for p in ds.glob("*/engine=sglang/host=*")}
+    assert "host=sglang-1" in hosts  # the docker compose service of v0.3.4-date-compose.log
