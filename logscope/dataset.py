@@ -357,10 +357,11 @@ def table_glob(out_dir: str | os.PathLike, table: str) -> str:
 
 
 def tables_in(out_dir: str | os.PathLike) -> list[str]:
-    """The tables of a dataset (directories holding at least one Parquet file)."""
+    """The tables of a dataset (directories holding at least one partitioned Parquet file)."""
     out = Path(out_dir)
     return sorted(d.name for d in out.iterdir()
-                  if d.is_dir() and not d.name.startswith((".", "_")) and any(d.rglob("*.parquet")))
+                  if d.is_dir() and not d.name.startswith((".", "_")) and "=" not in d.name
+                  and any(d.glob("engine=*/host=*/date=*/*.parquet")))
 
 
 def scan(out_dir: str | os.PathLike, table: str):  # noqa: ANN201 - polars imported lazily

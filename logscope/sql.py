@@ -76,9 +76,14 @@ def connect(dataset: str | os.PathLike | None = None, logs: list[str] | None = N
         try:
             if dataset is not None:
                 from .dataset import PARTITIONS, table_glob, tables_in
+                from .sources import InputError
 
                 hive = ", ".join(f"{_quote_str(k)}: VARCHAR" for k in PARTITIONS)
-                for name in tables_in(dataset):
+                names = tables_in(dataset)
+                if not names:
+                    raise InputError(f"{dataset}: no tables here (write a dataset with "
+                                     "`logscope ingest LOG... --dataset DIR`)")
+                for name in names:
                     con.execute(
                         f"CREATE VIEW {_quote_ident(name)} AS SELECT * FROM read_parquet("
                         f"{_quote_str(table_glob(dataset, name))}, hive_partitioning = true, "

@@ -81,6 +81,8 @@ def test_cli_dataset_and_errors(dataset):
     assert r.exit_code == 1 and "SQL:" in r.output and "nope" in r.output
     r = CliRunner().invoke(cli, ["sql", "SELECT 1"])
     assert r.exit_code == 2
+    r = CliRunner().invoke(cli, ["sql", "SELECT 1", "--dataset", str(dataset / "requests")])
+    assert r.exit_code == 2 and "no tables here" in r.output
     r = CliRunner().invoke(cli, ["sql", "SELECT 1", SPEC, "--dataset", str(dataset)])
     assert r.exit_code == 2
 
