@@ -49,7 +49,10 @@ def attach_continuations(df: pl.DataFrame) -> pl.DataFrame:
     """
     is_cont = pl.col("variant").is_in(CONTINUATION_VARIANTS)
     grp = ["file", "_port"]
-    df = df.sort("file", "line").with_columns(
+    df = df.sort("file", "line")
+    if not df.select(is_cont.any()).item():  # b9230+ logs print no continuation lines
+        return _fill_era_b_tasks(df, grp)
+    df = df.with_columns(
         (~is_cont).cum_sum().over(grp).alias("_block"),
     )
     head = (
@@ -85,16 +88,21 @@ def attach_continuations(df: pl.DataFrame) -> pl.DataFrame:
     df = df.sort("file", "line").with_columns(
         pl.when(era_a & pl.col("task").is_null()).then(block_no).otherwise(pl.col("task"))
         .alias("task"))
-    # era B prints the slot but not the task on release and timing lines: the task is the
-    # last one launched on that slot
+    return _fill_era_b_tasks(df, grp)
+
+
+def _fill_era_b_tasks(df: pl.DataFrame, grp: list[str]) -> pl.DataFrame:
+    """Era B prints the slot but not the task on release and timing lines: the task is the last
+    one launched on that slot."""
+    needs = (pl.col("task").is_null() & pl.col("slot").is_not_null()
+             & pl.col("kind").is_in(["release", "prompt_eval", "eval", "total",
+                                     "cache_trim", "context_shift"]))
+    if not df.select(needs.any()).item():
+        return df
     last_task = (pl.when(pl.col("kind") == "task_launch").then(pl.col("task"))
                  .forward_fill().over([*grp, "slot"]))
-    df = df.sort("file", "line").with_columns(
-        pl.when(pl.col("task").is_null() & pl.col("slot").is_not_null()
-                & pl.col("kind").is_in(["release", "prompt_eval", "eval", "total",
-                                        "cache_trim", "context_shift"]))
-        .then(last_task).otherwise(pl.col("task")).alias("task"))
-    return df
+    return df.sort("file", "line").with_columns(
+        pl.when(needs).then(last_task).otherwise(pl.col("task")).alias("task"))
 
 
 def assign_runs(df: pl.DataFrame) -> pl.DataFrame:
