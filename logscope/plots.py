@@ -88,6 +88,13 @@ def _fit_lines(ax, pts, fit, color, name, label):
         first = False
 
 
+
+def _finish(ax) -> None:
+    """The common finish of a panel: a light grid, and a legend when something is labelled."""
+    ax.grid(True, alpha=0.3)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=7)
+
 def plot_prefill_curve(logs_list, labels=None, min_tokens: int = MIN_TOKENS) -> Figure:
     """Prefill t/s against context depth (log axis), points and the fit 1/(a + b·d)."""
     logs_list, names = _as_list(logs_list, labels)
@@ -179,9 +186,7 @@ def plot_compare(logs_list, labels=None) -> Figure:
     ax_d.xaxis.set_major_formatter(_kfmt)
     ax_d.set_ylabel("decode t/s")
     ax_d.set_ylim(bottom=0)
-    ax_d.grid(True, alpha=0.3)
-    if ax_d.get_legend_handles_labels()[0]:
-        ax_d.legend(fontsize=7)
+    _finish(ax_d)
     return fig
 
 
@@ -251,9 +256,7 @@ def plot_decode(logs_list, labels=None) -> Figure:
     ax_a.set_ylabel("aggregate t/s")
     for ax in (ax_t, ax_d, ax_a):
         ax.set_ylim(bottom=0)
-        ax.grid(True, alpha=0.3)
-        if ax.get_legend_handles_labels()[0]:
-            ax.legend(fontsize=7)
+        _finish(ax)
     return fig
 
 
@@ -337,9 +340,7 @@ def plot_acceptance(logs_list, labels=None) -> Figure:
         axes[1, 2].axis("off")
     for ax in axes.ravel():
         if ax.axison:
-            ax.grid(True, alpha=0.3)
-            if ax.get_legend_handles_labels()[0]:
-                ax.legend(fontsize=7)
+            _finish(ax)
     return fig
 
 
@@ -392,9 +393,7 @@ def plot_pressure(logs_list, labels=None) -> Figure:
     ax_q.set_title("Requests running / queued, pressure events", fontsize=10)
     for ax in (ax_k, ax_q):
         ax.set_xlabel("time (s, or line number where the log has no clock)")
-        ax.grid(True, alpha=0.3)
-        if ax.get_legend_handles_labels()[0]:
-            ax.legend(fontsize=7)
+        _finish(ax)
     return fig
 
 
