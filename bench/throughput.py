@@ -3,6 +3,7 @@
 
     python bench/throughput.py [--mb 100] [--engine llama-server|sglang|vllm|all] [--seed 1]
     python bench/throughput.py --engine llama-server --profile bench/data/profile.txt
+    python bench/throughput.py --memory --mb 100,500,1000 --engine llama-server [--json OUT]
 
 For each engine it builds (once; cached in ``bench/data/``, git-ignored) a deterministic mixed log
 of at least ``--mb`` MiB by replaying the real-format lines of that engine's fixture logs
@@ -25,6 +26,26 @@ over the file's ``n_slots`` slots (so slots interleave), with new task ids, new 
 without that prefix (other eras), and SGLang / vLLM fixtures, are replayed whole, block after
 block, with their timestamps shifted forward (and llama-server task ids renumbered).
 
+``--memory`` measures peak memory against input size instead (the issue's "a 1 GB log needs no
+more working memory than a 100 MB one"): for each size of the comma-separated ``--mb`` list it
+builds (or reuses) that engine's log, then runs ``logscope.read([path], engine=...)`` once in a
+fresh child process and prints a markdown table of wall s, MiB/s, peak RSS, the size of the output
+the ingest must hold (``sum(df.estimated_size())`` over ``logs.tables``), the RSS after
+``import polars, logscope`` (and the engine's grammar) in that child, and
+
+    working memory = peak RSS - output size - RSS after imports,
+
+then one line saying whether the working memory at the largest size is within ``--tolerance``
+(default 1.25) times the one at the smallest. The child reports its own peak: ``VmHWM`` of
+``/proc/self/status`` where there is one, else ``getrusage(RUSAGE_SELF).ru_maxrss`` (both are in
+the JSON). ``ru_maxrss`` alone is not trusted: Python spawns children with vfork, and Linux then
+carries the parent's high-water mark into the child's ``ru_maxrss`` at exec, whereas ``VmHWM``
+belongs to the child's own address space. A child that dies (e.g. killed by the OOM killer) is
+reported as a failed row, and the other sizes still run. Disk: each log stays in ``bench/data/``,
+about 1.1 GB per 1000 MB of log (``--mb 100,500,1000`` needs ~1.8 GB free per engine); the
+generator writes each replayed run (at most ~6 MiB of text) as it is made, so building a 1000 MB
+log needs no more memory than a 100 MB one (measured: peak RSS under 60 MiB for 20 and 100 MB).
+
 MB means MiB (2**20 bytes) throughout.
 """
 
@@ -37,6 +58,7 @@ import json
 import os
 import random
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -478,6 +500,166 @@ def ingest_child(path: Path, engine: str) -> dict:
     return res
 
 
+MEM_CHILD = r"""
+import json, resource, sys, time
+
+
+def _status_kb(key):
+    try:
+        with open("/proc/self/status") as f:
+            for ln in f:
+                if ln.startswith(key + ":"):
+                    return int(ln.split()[1])
+    except OSError:
+        pass
+    return None
+
+
+def _ru_maxrss_kb():
+    v = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return v // 1024 if sys.platform == "darwin" else v  # bytes on macOS, KiB on Linux
+
+
+def _peak_kb():
+    v = _status_kb("VmHWM")
+    return _ru_maxrss_kb() if v is None else v
+
+
+path, engine = sys.argv[1], sys.argv[2]
+import polars as pl, logscope
+try:
+    from logscope.grammar import load_grammar
+    load_grammar(engine)
+except ImportError:
+    pass
+after_imports = {"peak_kb": _peak_kb(), "rss_kb": _status_kb("VmRSS"),
+                 "ru_maxrss_kb": _ru_maxrss_kb()}
+t = time.perf_counter()
+logs = logscope.read([path], engine=engine)
+wall = time.perf_counter() - t
+after_read = {"peak_kb": _peak_kb(), "rss_kb": _status_kb("VmRSS"),
+              "ru_maxrss_kb": _ru_maxrss_kb()}
+tables = {k: {"rows": df.height, "bytes": df.estimated_size()} for k, df in logs.tables.items()}
+out_bytes = sum(v["bytes"] for v in tables.values())
+print(json.dumps({"wall": wall, "lines": getattr(logs, "lines", None),
+                  "after_imports": after_imports, "after_read": after_read,
+                  "output_bytes": out_bytes, "tables": tables}))
+"""
+
+
+def memory_child(path: Path, engine: str) -> dict:
+    """One ``logscope.read`` in a fresh child that reports its own memory (see ``MEM_CHILD``)."""
+    p = subprocess.run([sys.executable, "-c", MEM_CHILD, str(path), engine],
+                       capture_output=True, text=True, cwd=ROOT)
+    if p.returncode != 0:
+        how = (f"killed by signal {-p.returncode}" + (" (out of memory?)" if p.returncode == -9
+                                                      else "")
+               if p.returncode < 0 else f"exit {p.returncode}")
+        tail = p.stderr.strip().splitlines()[-1:] or [""]
+        return {"error": f"{how} {tail[0]}".strip(), "stderr": p.stderr[-3000:]}
+    r = json.loads(p.stdout.strip().splitlines()[-1])
+    r["peak_mib"] = r["after_read"]["peak_kb"] / 1024
+    r["imports_mib"] = r["after_imports"]["peak_kb"] / 1024
+    r["output_mib"] = r["output_bytes"] / MB
+    r["working_mib"] = r["peak_mib"] - r["output_mib"] - r["imports_mib"]
+    return r
+
+
+def meminfo() -> str:
+    try:
+        kv = dict(ln.split(":", 1) for ln in Path("/proc/meminfo").read_text().splitlines())
+        gib = lambda k: int(kv[k].split()[0]) / (1 << 20)  # noqa: E731
+        return f"{gib('MemTotal'):.1f} GiB RAM, {gib('MemAvailable'):.1f} GiB available"
+    except (OSError, KeyError, ValueError):
+        return "RAM unknown"
+
+
+def memory_engine(engine: str, sizes: list[float], seed: int, tolerance: float) -> dict | None:
+    gfile, fdir, _literal = ENGINES[engine]
+    if not (ROOT / "grammars" / gfile).exists():
+        print(f"## {engine}: skipped (no grammars/{gfile})\n")
+        return None
+    if not fixture_logs(engine):
+        print(f"## {engine}: skipped (no fixture logs under fixtures/{fdir}/)\n")
+        return None
+    print(f"## {engine}: peak memory against input size\n", flush=True)
+    rows = []
+    for mb in sizes:
+        path, meta = build(engine, mb, seed)
+        size = path.stat().st_size
+        how = "cached" if meta["cached"] else f"built in {meta['build_s']} s"
+        print(f"- {path.relative_to(ROOT)}: {size / MB:.1f} MiB, {meta['lines']:,} lines ({how}); "
+              f"load average {' / '.join(f'{x:.1f}' for x in os.getloadavg())}", flush=True)
+        r = memory_child(path, engine)
+        r.update({"mb": mb, "file": str(path.relative_to(ROOT)), "file_mib": size / MB})
+        rows.append(r)
+    print()
+    print("| log MiB | lines | wall s | MiB/s | peak RSS MiB | after imports MiB | output MiB "
+          "| working MiB | working / log |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for r in rows:
+        if "error" in r:
+            print(f"| {r['file_mib']:,.1f} | | | | | | | | failed: {r['error']} |")
+            continue
+        lines = f"{r['lines']:,}" if r["lines"] is not None else "?"
+        print(f"| {r['file_mib']:,.1f} | {lines} | {r['wall']:.2f} | "
+              f"{r['file_mib'] / r['wall']:,.1f} | {r['peak_mib']:,.0f} | "
+              f"{r['imports_mib']:,.0f} | "
+              f"{r['output_mib']:,.0f} | {r['working_mib']:,.0f} | "
+              f"{r['working_mib'] / r['file_mib']:.2f}× |")
+    print()
+    ok = [r for r in rows if "error" not in r]
+    verdict: dict = {"tolerance": tolerance, "bounded": None}
+    if len(rows) < 2:
+        print("(one size only: give --mb a comma-separated list to compare working memory)")
+    elif len(ok) < len(rows):
+        print(f"working memory: not established, {len(rows) - len(ok)} of {len(rows)} sizes "
+              f"failed (see the table)")
+        verdict["bounded"] = False
+    else:
+        small = min(ok, key=lambda r: r["file_mib"])
+        big = max(ok, key=lambda r: r["file_mib"])
+        w_small, w_big = small["working_mib"], big["working_mib"]
+        head = (f"working memory at {big['file_mib']:,.0f} MiB of log: {w_big:,.0f} MiB, at "
+                f"{small['file_mib']:,.0f} MiB: {w_small:,.0f} MiB")
+        if w_small <= 0:  # nothing to scale by (the output estimate swallowed the peak)
+            print(f"{head}: ratio undefined (working memory at the smallest size is not positive)")
+        else:
+            ratio = w_big / w_small
+            bounded = ratio <= tolerance
+            verdict.update({"bounded": bounded, "ratio": ratio})
+            print(f"{head}: {ratio:.2f}×, "
+                  + (f"within {tolerance:g}× (bounded)" if bounded
+                     else f"NOT within {tolerance:g}× (working memory grows with input size)"))
+    print(flush=True)
+    return {"engine": engine, "rows": rows, **verdict}
+
+
+def memory(engines: list[str], sizes: list[float], seed: int, tolerance: float,
+           json_out: str | None) -> int:
+    import platform
+
+    import polars as pl
+
+    import logscope
+    print(f"# logscope {logscope.__version__} memory against input size, polars {pl.__version__}, "
+          f"Python {platform.python_version()}, {os.cpu_count()} CPUs, {meminfo()}, seed {seed}, "
+          f"code {code_version()}\n", flush=True)
+    DATA.mkdir(parents=True, exist_ok=True)
+    missing = [mb for eng in engines for mb in sizes
+               if not (DATA / f"{eng}-{mb:g}mb-seed{seed}.log").exists()]
+    need = sum(int(mb * MB * 1.1) for mb in missing)
+    free = shutil.disk_usage(DATA).free
+    if need > free:
+        raise SystemExit(f"--memory: building {', '.join(f'{mb:g}' for mb in missing)} MiB of logs "
+                         f"needs about {need / (1 << 30):.1f} GiB in {DATA}, "
+                         f"{free / (1 << 30):.1f} GiB free")
+    results = [r for eng in engines if (r := memory_engine(eng, sizes, seed, tolerance))]
+    if json_out:
+        Path(json_out).write_text(json.dumps(results, indent=1))
+    return 0
+
+
 # The plain per-line baseline: a literal test, then one hand-written regex per kind, typed.
 TS = r"^(?:(\d+)\.(\d{2})\.(\d{3})\.(\d{3}) [IWED] )?"
 ST = r".*?id\s+(\d+) \| task (-?\d+) \|\s*"
@@ -694,8 +876,9 @@ def code_version() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--mb", type=float, default=100,
-                    help="size of each generated log, MiB (default 100)")
+    ap.add_argument("--mb", default="100",
+                    help="size of each generated log, MiB (default 100); with --memory a "
+                         "comma-separated list of sizes, e.g. 100,500,1000")
     ap.add_argument("--engine", default="all", choices=["all", *ENGINES],
                     help="which engine(s) to benchmark (default: all with a grammar and fixtures)")
     ap.add_argument("--seed", type=int, default=1)
@@ -704,7 +887,25 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--profile", metavar="OUT", default=None,
                     help="instead of benchmarking, profile logscope.read on the (built) log of "
                          "--engine with pyinstrument (cProfile if it is not installed) into OUT")
+    ap.add_argument("--memory", action="store_true",
+                    help="instead of benchmarking, measure peak RSS and working memory of "
+                         "logscope.read for each size of --mb (see the module docstring)")
+    ap.add_argument("--tolerance", type=float, default=1.25,
+                    help="with --memory: largest-size working memory may be this many times the "
+                         "smallest-size one (default 1.25)")
     a = ap.parse_args(argv)
+    try:
+        sizes = [float(x) for x in str(a.mb).split(",") if x.strip()]
+    except ValueError:
+        ap.error(f"--mb: expected a number or a comma-separated list of numbers, got {a.mb!r}")
+    if not sizes or any(x <= 0 for x in sizes):
+        ap.error("--mb: sizes must be positive")
+    engines = list(ENGINES) if a.engine == "all" else [a.engine]
+    if a.memory:
+        return memory(engines, sorted(set(sizes)), a.seed, a.tolerance, a.json_out)
+    if len(sizes) != 1:
+        ap.error("--mb takes a list of sizes only with --memory")
+    a.mb = sizes[0]
     if a.profile:
         return profile(a.engine if a.engine != "all" else "llama-server", a.mb, a.seed, a.profile)
     import platform
@@ -716,7 +917,7 @@ def main(argv: list[str] | None = None) -> int:
           f"Python {platform.python_version()}, {os.cpu_count()} CPUs, seed {a.seed}, "
           f"code {code_version()}\n", flush=True)
     results = []
-    for eng in (ENGINES if a.engine == "all" else [a.engine]):
+    for eng in engines:
         r = bench_engine(eng, a.mb, a.seed, a.lark_lines)
         if r:
             results.append(r)
