@@ -21,15 +21,55 @@ Layout (what DuckDB, Spark, Trino or ``pl.scan_parquet(..., hive_partitioning=Tr
   :func:`scan` and ``logscope sql`` pass the partition schema explicitly).
 
 Idempotence. ``_manifest.json`` (written atomically: temp file + rename) records per source file
-its identity — realpath, size, SHA-256 of the first 64 KiB — and how many bytes and lines have
-been ingested. Re-ingesting an unchanged file adds nothing. A file that has grown (same first
-64 KiB fingerprint, larger size) adds only the complete lines after the old end: line numbers
-continue from the old count and ``run`` continues from the last run seen. A different file at
-the same path (another fingerprint, or smaller) is ingested as new; its earlier parts stay.
-The manifest is updated after each file's Parquet parts are written, and a part's name is a
-function of the file and the byte offset it starts at, so an ingest interrupted midway and run
-again rewrites the same parts instead of duplicating them. ``DIR/.lock`` (``flock``) serialises
-two ingests into the same dataset.
+its identity — realpath, size, SHA-256 of the first 64 KiB (``head_sha256`` over ``head_bytes``
+bytes: fewer for a file shorter than that), inode — and how many bytes and lines have been
+ingested. A file is the log of a manifest entry when the SHA-256 of its first ``head_bytes``
+bytes (the count stored, not its current first 64 KiB, which grow while a file is shorter than
+that) is the stored fingerprint and it is at least as large as recorded. Re-ingesting an
+unchanged file adds nothing. A file that has grown adds only the complete lines after the old
+end: line numbers continue from the old count and ``run`` continues from the last run seen. A
+different file at the same path (another fingerprint, or smaller) is ingested as new; its earlier
+parts stay. The manifest is updated after each file's Parquet parts are written, and a part's
+name is a function of the log and the byte offset it starts at, so an ingest interrupted midway
+and run again rewrites the same parts instead of duplicating them. ``DIR/.lock`` (``flock``)
+serialises two ingests into the same dataset.
+
+Rotation (``logrotate``). A file whose path is not in the manifest, or holds another log there,
+but which is the log of an entry recorded under another path that no longer holds that log (the
+path is gone, or has another fingerprint, or is smaller) is that log renamed — ``server.log`` ->
+``server.log.1``, with ``create`` or ``copytruncate`` alike. Nothing is added if it has the size
+ingested; if it grew (lines written between the last ingest and the rotation), only the new
+complete lines are added, exactly as for a grown file. Its manifest entry moves to the new path
+(``previous_paths`` lists the realpaths it had). A log keeps its identity across renames:
+
+* ``file`` column: the path the log was *first* ingested under, in all its rows, also in those
+  appended after a rename (read from ``server.log.1``, labelled ``server.log``): one log, one
+  ``file`` value, its line numbers continuing. The fresh ``server.log`` after the rotation is
+  another log under the same ``file`` value, numbered from line 1 again (as any new file at a
+  known path); tell the two apart by part name (below: ``part_hash`` in the manifest; read it
+  with ``pl.scan_parquet(..., include_file_paths="part")`` or DuckDB's ``filename``).
+* part names ``part-<file-hash>-<offset>``: ``<file-hash>`` is fixed per log, computed when it is
+  first ingested (from its realpath and fingerprint, salted when another log in the manifest
+  already has that hash) and kept through growth and renames, so the renamed log's new parts
+  continue its byte offsets and never collide with the parts of the new file at the old path.
+* ``host``: appended parts keep the host of the log's first part.
+
+Renamed files are continued before new files are ingested, so the new file at the old path does
+not take the renamed log's entry. When the new file is ingested first (a job that ingests only
+``server.log``, while ``server.log.1`` comes some other time), the entry it replaces is kept under
+``displaced`` in the manifest, and the renamed file is still recognised later. When several files
+look like one renamed log, one continues it — the one with the recorded inode (a ``create``
+rotation keeps it), then one in the log's directory, then the first given — and the others are
+new files.
+
+Copies. A file with the fingerprint of a log still present at its recorded path (``cp``, a hard
+link), or two files with one fingerprint in one ingest call that the manifest does not know, are
+separate files: each is ingested, under its own ``file``, so the copied rows appear once per
+copy. logscope cannot tell a copy from another log that starts the same way (llama-server logs
+without a clock often begin with the same banner on every host), and dropping a file because it
+looks like another would lose data silently; only a log whose path no longer holds it is
+continued under another path. An entry of which nothing was ingested yet (no complete line) is
+never continued under another path: there is nothing to continue, and its fingerprint is too weak.
 
 Limitations, honestly:
 
@@ -40,8 +80,13 @@ Limitations, honestly:
   rebuild ``requests`` from them, or re-ingest the whole file into a fresh dataset, when that
   matters). Likewise ``ts`` inferred from a neighbouring line does not cross the boundary, and
   a server restart exactly at the boundary keeps the previous ``run`` number;
-* ``.gz`` files are read whole; a rotated file under a new name is a new file (its content is
-  ingested again) — the manifest is keyed by realpath, not by content;
+* identity is content: a log whose path no longer holds it is continued by any file that starts
+  with its fingerprinted bytes (for a file shorter than 64 KiB, all of it) and is at least as
+  large — a different log that begins byte for byte like it would be taken for it;
+* ``.gz`` files are read whole, and a compressed rotation (``server.log.2.gz``) has other bytes
+  than the log it holds: it is ingested as a new file. Rotate with ``delaycompress`` and leave
+  ``*.gz`` out of the ingest, so each log is continued through ``server.log.1`` and dropped
+  when compressed;
 * ``unrecognized`` diagnostics are budgeted per file (not per dataset).
 """
 
@@ -70,14 +115,30 @@ PARTITIONS = ("engine", "host", "date")
 
 
 def identity(path: str | os.PathLike, head_bytes: int = HEAD_BYTES) -> dict[str, Any]:
-    """realpath, size and SHA-256 of the first ``head_bytes`` (64 KiB) of a file
-    (``head_bytes`` is how many were hashed: less for a file shorter than that)."""
+    """realpath, size, SHA-256 of the first ``head_bytes`` (64 KiB) of a file (``head_bytes`` is
+    how many were hashed: less for a file shorter than that) and inode (``[st_dev, st_ino]``)."""
+    return _probe(path, head_bytes)[0]
+
+
+def _probe(path: str | os.PathLike, head_bytes: int = HEAD_BYTES) -> tuple[dict[str, Any], bytes]:
+    """:func:`identity` and the head bytes it hashed (to compare shorter stored fingerprints)."""
     real = os.path.realpath(path)
     with open(real, "rb") as f:
         head = f.read(head_bytes)
-        size = os.fstat(f.fileno()).st_size
-    return {"realpath": real, "size": size, "head_bytes": len(head),
-            "head_sha256": hashlib.sha256(head).hexdigest()}
+        st = os.fstat(f.fileno())
+    return ({"realpath": real, "size": st.st_size, "head_bytes": len(head),
+             "head_sha256": hashlib.sha256(head).hexdigest(), "inode": [st.st_dev, st.st_ino]},
+            head)
+
+
+def _is_log_of(entry: dict[str, Any], head: bytes, size: int) -> bool:
+    """Whether a file (``head``: its first 64 KiB; ``size``) is the log of manifest ``entry``,
+    unchanged or grown: the SHA-256 of its first ``entry["head_bytes"]`` bytes — the count hashed
+    then, not its current first 64 KiB, which grow while a file is shorter than that — is the
+    stored fingerprint, and it is at least as large as recorded. Same path or renamed alike."""
+    n = entry.get("head_bytes", HEAD_BYTES)
+    return (len(head) >= n and size >= entry["size"]
+            and hashlib.sha256(head[:n]).hexdigest() == entry["head_sha256"])
 
 
 def _safe(value: str | None, default: str) -> str:
@@ -85,8 +146,26 @@ def _safe(value: str | None, default: str) -> str:
     return value or default
 
 
-def _file_hash(ident: dict[str, Any]) -> str:
-    return hashlib.sha256(f"{ident['realpath']}\0{ident['head_sha256']}".encode()).hexdigest()[:16]
+def _file_hash(ident: dict[str, Any], salt: int = 0) -> str:
+    key = f"{ident['realpath']}\0{ident['head_sha256']}" + (f"\0{salt}" if salt else "")
+    return hashlib.sha256(key.encode()).hexdigest()[:16]
+
+
+def _part_hash(entry: dict[str, Any]) -> str:
+    """The ``<file-hash>`` of a log's part names: fixed when it was first ingested (manifests
+    written before ``part_hash`` was recorded: realpath + fingerprint, as then)."""
+    return entry.get("part_hash") or _file_hash(entry)
+
+
+def _new_part_hash(ident: dict[str, Any], taken: set[str]) -> str:
+    """``<file-hash>`` for a log ingested for the first time: realpath + fingerprint, salted if
+    another log of the manifest has it (a new file at a known path that starts like the old one,
+    or a log since renamed away from this path), so its parts never overwrite another log's."""
+    salt = 0
+    while (h := _file_hash(ident, salt)) in taken:
+        salt += 1
+    taken.add(h)
+    return h
 
 
 def read_part(path: str, start_byte: int = 0, start_line: int = 0, engine: str = "auto",
@@ -236,6 +315,8 @@ def ingest_to_dataset(paths: list[str] | tuple[str, ...] | str, out_dir: str | o
     ``if __name__ == "__main__":`` guard.
 
     Returns ``{"ingested": new files, "appended": grown files, "skipped": unchanged files,
+    "renamed": files found to be a recorded log under a new name (also counted as appended or
+    skipped; their per-file detail has ``renamed_from``, the path the log was recorded under),
     "lines": lines added, "parts": Parquet files written, "pending_bytes": bytes of unfinished
     last lines (no newline yet) left for the next ingest, "files": [per-file detail]}``.
     """
@@ -264,11 +345,11 @@ def _ingest_locked(paths: list[str] | tuple[str, ...], out: Path, engine: str,
 
     manifest = _load_manifest(out)
     files: dict[str, Any] = manifest.setdefault("files", {})
+    displaced: dict[str, Any] = manifest.setdefault("displaced", {})
 
-    tasks: list[tuple] = []
-    plan: list[dict[str, Any]] = []
-    report = {"ingested": 0, "appended": 0, "skipped": 0, "lines": 0, "parts": 0,
+    report = {"ingested": 0, "appended": 0, "skipped": 0, "renamed": 0, "lines": 0, "parts": 0,
               "pending_bytes": 0, "files": []}
+    probes: list[tuple[str, dict[str, Any], bytes]] = []
     seen: set[str] = set()
     for p in sources.expand(list(paths)):
         if p == "-":
@@ -277,35 +358,56 @@ def _ingest_locked(paths: list[str] | tuple[str, ...], out: Path, engine: str,
             raise sources.InputError(f"{p}: no such file")
         if os.path.isdir(p):
             raise sources.InputError(f"{p}: is a directory (give the log files, or a glob)")
-        ident = identity(p)
+        ident, head = _probe(p)
         if ident["realpath"] in seen:  # the same file twice in one call
             continue
         seen.add(ident["realpath"])
+        probes.append((p, ident, head))
+
+    # the log each file continues: the one recorded at its path (unchanged or grown), else one
+    # recorded under another path that no longer holds it (renamed), else none (a new log)
+    claims: dict[int, dict[str, Any]] = {}
+    for i, (_, ident, head) in enumerate(probes):
         old = files.get(ident["realpath"])
-        # a file shorter than 64 KiB when first seen: compare the bytes hashed then
-        if old is not None and old.get("head_bytes", HEAD_BYTES) < ident["head_bytes"]:
-            ident_then = identity(p, old["head_bytes"])
-        else:
-            ident_then = ident
-        same = (old is not None and old["head_sha256"] == ident_then["head_sha256"]
-                and ident["size"] >= old["size"])
-        if same and ident["size"] == old["size"]:
+        if old is not None and _is_log_of(old, head, ident["size"]):
+            claims[i] = old
+    renamed = _find_renamed(probes, claims, files, displaced)
+    claims.update(renamed)
+
+    taken = {_part_hash(e) for e in (*files.values(), *displaced.values())}
+    moves: list[tuple[str, dict[str, Any], dict[str, Any]]] = []
+    jobs: list[tuple[tuple, dict[str, Any]]] = []
+    for i, (p, ident, _) in enumerate(probes):
+        old = claims.get(i)
+        was = {"renamed_from": old["path"]} if i in renamed else {}
+        if old is not None and (ident["size"] == old["size"]
+                                or old.get("bytes", 0) >= ident["size"]):
+            if was:  # renamed, nothing new: only the manifest entry moves
+                moves.append((p, ident, old))
+                report["renamed"] += 1
             report["skipped"] += 1
-            report["files"].append({"file": p, "action": "skipped", "lines": 0})
+            report["files"].append({"file": p, "action": "skipped", "lines": 0, **was})
             continue
-        if same and old.get("bytes", 0) >= ident["size"]:
-            report["skipped"] += 1
-            report["files"].append({"file": p, "action": "skipped", "lines": 0})
-            continue
-        if same:
+        if old is not None:
             start_byte, start_line = old["bytes"], old["lines"]
             run_offset = max(old.get("last_run", 1) - 1, 0)
-            action = "appended"
+            action, fhash = "appended", _part_hash(old)
         else:
             start_byte, start_line, run_offset, action = 0, 0, 0, "ingested"
-        tasks.append((p, start_byte, start_line, engine, run_offset))
-        plan.append({"ident": ident, "action": action, "old": old if same else None,
-                     "start_byte": start_byte})
+            fhash = _new_part_hash(ident, taken)
+        jobs.append(((p, start_byte, start_line, engine, run_offset),
+                     {"ident": ident, "action": action, "old": old, "was": was,
+                      "start_byte": start_byte, "fhash": fhash}))
+
+    for p, ident, old in moves:
+        _record(manifest, ident["realpath"], {**old, **_renamed(old, p, ident)}, old)
+    if moves:
+        _write_atomic(out / MANIFEST, json.dumps(manifest, indent=1).encode())
+    # renamed logs first: their entries leave the old paths before new files land there (an
+    # interrupted run then still finds them by fingerprint)
+    jobs.sort(key=lambda job: not job[1]["was"])
+    tasks = [task for task, _ in jobs]
+    plan = [info for _, info in jobs]
 
     if tasks:
         n = workers or min(os.cpu_count() or 1, len(tasks))
@@ -318,10 +420,13 @@ def _ingest_locked(paths: list[str] | tuple[str, ...], out: Path, engine: str,
         try:
             for info, res in zip(plan, results, strict=True):
                 ident, old = info["ident"], info["old"]
-                fhash = _file_hash(old or ident)
-                written = _write_tables(res, out, fhash, info["start_byte"])
+                if old is not None:
+                    res = _as_log(res, old)
+                written = _write_tables(res, out, info["fhash"], info["start_byte"])
                 entry = {
                     "path": res["path"], "realpath": ident["realpath"],
+                    "file": old.get("file", old["path"]) if old else res["path"],
+                    "part_hash": info["fhash"], "inode": ident["inode"],
                     "size": ident["size"], "head_bytes": ident["head_bytes"],
                     "head_sha256": ident["head_sha256"],
                     "bytes": res["end_byte"], "lines": (old["lines"] if old else 0) + res["lines"],
@@ -329,27 +434,126 @@ def _ingest_locked(paths: list[str] | tuple[str, ...], out: Path, engine: str,
                     "host": res["host"], "engines": sorted(
                         set(res["engines"]) | set(old.get("engines", []) if old else [])),
                     "parts": (old.get("parts", []) if old else []) + written,
+                    "previous_paths": _renamed(old, res["path"], ident)["previous_paths"]
+                    if old else [],
                     "ingested_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                 }
                 # the size we saw is the size we record only if we read up to it; a partial last
                 # line is left for next time (the size check then sees growth)
                 entry["size"] = entry["bytes"] if res["end_byte"] < ident["size"] else ident["size"]
-                files[ident["realpath"]] = entry
+                _record(manifest, ident["realpath"], entry, old)
                 # after each file: an interrupted run loses at most the file in flight
                 _write_atomic(out / MANIFEST, json.dumps(manifest, indent=1).encode())
                 action = info["action"]
                 if action == "appended" and res["lines"] == 0:
                     action = "skipped"  # grew by a partial line only: nothing to add yet
                 report[action] += 1
+                report["renamed"] += bool(info["was"])
                 report["lines"] += res["lines"]
                 report["parts"] += len(written)
                 report["pending_bytes"] += res["pending_bytes"]
                 report["files"].append({"file": res["path"], "action": action,
-                                        "lines": res["lines"]})
+                                        "lines": res["lines"], **info["was"]})
         finally:
             if pool is not None:
                 pool.shutdown(cancel_futures=True)
     return report
+
+
+def _find_renamed(probes: list[tuple[str, dict[str, Any], bytes]], claims: dict[int, Any],
+                  files: dict[str, Any], displaced: dict[str, Any]) -> dict[int, dict[str, Any]]:
+    """The files (by index in ``probes``) that are a log recorded under another path which no
+    longer holds it, and that log's entry (module docstring: Rotation). An entry continues at
+    most one file: the one with its recorded inode, then one in its directory, then the first."""
+    index: dict[tuple[int, str], list[tuple[int, dict[str, Any]]]] = {}
+    claimed = {id(e) for e in claims.values()}
+    for order, e in enumerate((*files.values(), *displaced.values())):
+        # nothing ingested (no complete line yet): nothing to continue, and a weak fingerprint
+        if e.get("bytes", 0) > 0 and id(e) not in claimed:
+            index.setdefault((e.get("head_bytes", HEAD_BYTES), e["head_sha256"]), []).append(
+                (order, e))
+    if not index or len(claims) == len(probes):
+        return {}
+    counts = sorted({n for n, _ in index})
+    here = {ident["realpath"]: (ident, head) for _, ident, head in probes}
+    away = {id(e) for e in displaced.values()}  # their path already holds another file
+
+    def left(e: dict[str, Any]) -> bool:  # its recorded path no longer holds the log
+        if id(e) not in away:
+            try:
+                ident, head = here.get(e["realpath"]) or _probe(e["realpath"])
+            except OSError:
+                ident, head = None, b""
+            if ident is None or not _is_log_of(e, head, ident["size"]):
+                away.add(id(e))
+        return id(e) in away
+
+    pairs = []
+    for i, (_, ident, head) in enumerate(probes):
+        if i in claims:
+            continue
+        folder = os.path.dirname(ident["realpath"])
+        sha, done = hashlib.sha256(), 0
+        for n in counts:  # the SHA-256 of the first n bytes, for each stored head_bytes n
+            if n > len(head):
+                break
+            sha.update(head[done:n])
+            done = n
+            for order, e in index.get((n, sha.copy().hexdigest()), ()):
+                if e["realpath"] == ident["realpath"] or e["size"] > ident["size"] or not left(e):
+                    continue
+                pairs.append((e.get("inode") != ident["inode"],
+                              os.path.dirname(e["realpath"]) != folder, i, order, e))
+    found: dict[int, dict[str, Any]] = {}
+    used: set[int] = set()
+    for *_, i, _order, e in sorted(pairs, key=lambda pair: pair[:4]):
+        if i not in found and id(e) not in used:
+            found[i] = e
+            used.add(id(e))
+    return found
+
+
+def _renamed(old: dict[str, Any], path: str, ident: dict[str, Any]) -> dict[str, Any]:
+    """What changes in a log's manifest entry when it is found at ``path`` (maybe renamed): the
+    path, realpath and inode; the ``file`` label and ``part_hash`` stay (set if missing: older
+    manifests); ``previous_paths`` gains the old realpath."""
+    prev = list(old.get("previous_paths", []))
+    if old["realpath"] != ident["realpath"]:
+        prev.append(old["realpath"])
+    return {"path": path, "realpath": ident["realpath"], "inode": ident["inode"],
+            "file": old.get("file", old["path"]), "part_hash": _part_hash(old),
+            "previous_paths": prev}
+
+
+def _record(manifest: dict[str, Any], key: str, entry: dict[str, Any],
+            old: dict[str, Any] | None) -> None:
+    """Record ``entry`` at ``key``: the entry it continues (``old``) leaves its place; a different
+    log recorded at ``key`` (the file there was replaced) is kept under ``displaced``, so its
+    renamed file, ingested later, still continues it."""
+    files, displaced = manifest["files"], manifest["displaced"]
+    if old is not None:
+        if files.get(old["realpath"]) is old:
+            del files[old["realpath"]]
+        if displaced.get(_part_hash(old)) is old:
+            del displaced[_part_hash(old)]
+    occupant = files.get(key)
+    if occupant is not None and occupant is not old and occupant.get("bytes", 0) > 0:
+        displaced[_part_hash(occupant)] = occupant
+    files[key] = entry
+
+
+def _as_log(res: dict[str, Any], old: dict[str, Any]) -> dict[str, Any]:
+    """The part of a log seen before (grown, maybe renamed) as a part of that log: its rows keep
+    the log's ``file`` label (the path it was first ingested under) and its host."""
+    import polars as pl
+
+    label = old.get("file", old["path"])
+    tables = res["tables"]
+    if label != res["path"]:
+        tables = {k: (v.with_columns(pl.lit(label).cast(v.schema["file"]).alias("file"))
+                      if "file" in v.columns else v) for k, v in tables.items()}
+    host = old.get("host") if old.get("lines") else None
+    return {**res, "tables": tables, "host": host or res["host"]}
 
 
 def table_glob(out_dir: str | os.PathLike, table: str) -> str:
