@@ -173,53 +173,58 @@ def read_part(path: str, start_byte: int = 0, start_line: int = 0, engine: str =
     """Ingest the complete lines of ``path`` from byte ``start_byte`` on, numbering them from
     ``start_line + 1`` (the part of a grown file); ``run`` is shifted by ``run_offset``.
 
-    Built on ``logscope.sources`` and the ingest internals, so the frames are those of
-    ``logscope.read`` for the same lines. Returns the tables, the byte offset of the end of the
-    last complete line, the number of lines, the host and the per-file stats.
+    Built on ``logscope.ingest.read_inputs`` (streamed in blocks, as ``logscope.read``), so the
+    frames are those of ``logscope.read`` for the same lines. Returns the tables, the byte
+    offset of the end of the last complete line, the number of lines, the host and the per-file
+    stats.
     """
     import polars as pl
 
     from . import sources
-    from .frontend import strip_frame
-    from .grammar import available_engines
-    from .ingest import FileStats, NoServerLines, _classify_all, _lines_frame
+    from .ingest import Input, NoServerLines, read_inputs
 
     p = Path(path)
     if not p.is_file():
         raise sources.InputError(f"{path}: no such file")
     mtime = p.stat().st_mtime
     with open(p, "rb") as f:
-        magic = f.read(2)
-        if magic == b"\x1f\x8b":  # gzip: whole file (sources decompresses), no append
-            data, _ = sources.read_bytes(path)
-            end = p.stat().st_size
-        else:
+        gz = f.read(2) == b"\x1f\x8b"
+    state = {"end": start_byte, "host": None}
+
+    def complete_lines():  # noqa: ANN202 - the blocks of complete lines after start_byte
+        with open(p, "rb") as f:
             f.seek(start_byte)
-            data = f.read()
-            cut = data.rfind(b"\n")
-            data = data[:cut + 1] if cut >= 0 else b""
-            end = start_byte + len(data)
-    text, bad = sources.decode(data)
-    text, n, capped = sources.normalize(text)
-    src = sources.Source(path, text, mtime, n, bad, capped)
-    lines = _lines_frame(src, 0).with_columns(pl.col("line") + start_line)
-    lines = strip_frame(lines)
-    host = None
-    if lines.height and "wrap_service" in lines.columns:
+            for block in sources.blocks(f, path):
+                if not block.endswith(b"\n"):
+                    break  # a line still being written: the next ingest takes it
+                state["end"] += len(block)
+                yield sources.chunk(block)
+
+    def find_host(lines: pl.DataFrame) -> None:
+        if state["host"] is not None or "wrap_service" not in lines.columns:
+            return
         wrapped = lines.filter(pl.col("wrap_iso").is_not_null() | pl.col("wrap_short").is_not_null()
                                | pl.col("wrap_service").is_not_null()).head(1)
         if wrapped.height:
             m = re.match(_JOURNALD_HOST, wrapped["raw"][0])
-            host = m.group(1) if m else wrapped["wrap_service"][0]
+            state["host"] = m.group(1) if m else wrapped["wrap_service"][0]
+
+    if gz:  # gzip: the whole file, no append
+        chunks, _, _ = sources.stream(path)
+        state["end"] = p.stat().st_size
+    else:
+        chunks = complete_lines()
+    try:
+        logs = read_inputs([Input(path, chunks, mtime, first_line=start_line)], engine,
+                           on_lines=find_host)
+    except NoServerLines as e:
+        logs = e.args[0]
+    end, host = state["end"], state["host"]
     if not host:
         parent = os.path.basename(os.path.dirname(os.path.realpath(path)))
         host = parent or "local"
-    stats = [FileStats(path, lines=n, bad_utf8=bad, capped=capped)]
-    engines = available_engines() if engine == "auto" else [engine]
-    try:
-        logs = _classify_all(lines, engines, stats, {path: mtime})
-    except NoServerLines as e:
-        logs = e.args[0]
+    stats = logs.files[0]
+    n = stats.lines
     tables = {k: v for k, v in logs.tables.items() if not k.startswith("_")}
     if run_offset:
         tables = {k: (v.with_columns(pl.col("run") + run_offset) if "run" in v.columns else v)
@@ -228,10 +233,10 @@ def read_part(path: str, start_byte: int = 0, start_line: int = 0, engine: str =
     for df in tables.values():
         if "run" in df.columns and df.height and df["run"].max() is not None:
             last_run = max(last_run, int(df["run"].max()))
-    pending = 0 if magic == b"\x1f\x8b" else p.stat().st_size - end
+    pending = 0 if gz else p.stat().st_size - end
     return {"path": path, "tables": tables, "end_byte": end, "lines": n, "host": host,
             "pending_bytes": max(pending, 0),
-            "engines": logs.engines, "stats": stats[0].__dict__, "last_run": last_run}
+            "engines": logs.engines, "stats": stats.__dict__, "last_run": last_run}
 
 
 def _task(args: tuple) -> dict[str, Any]:

@@ -116,9 +116,9 @@ def json_entry_to_text(text: str) -> str:
     return f"{level:>4} [{func:>24}] {msg} |{' ' + extras if extras else ''}"
 
 
-def strip_frame(lines):  # noqa: ANN001, ANN201 - polars types imported lazily
+def strip_frame(lines, first_row: int = 0):  # noqa: ANN001, ANN201 - polars imported lazily
     """Vectorised front end over a frame with a ``raw`` column: adds the wrapper columns and
-    ``text``."""
+    ``text``. Glued records become rows of their own, ``_row`` renumbered from ``first_row``."""
     import polars as pl
 
     raw = pl.col("raw")
@@ -142,7 +142,7 @@ def strip_frame(lines):  # noqa: ANN001, ANN201 - polars types imported lazily
         # one row per record: the records of a glued line share its line number
         df = (df.with_columns(pl.col("text").str.replace_all(GLUED, "${1}\n${2}")
                               .str.split("\n"))
-              .explode("text").drop("_row").with_row_index("_row"))
+              .explode("text").drop("_row").with_row_index("_row", offset=first_row))
     # llama.cpp era A/C JSON entries: rare, so re-rendered in Python
     is_json = pl.col("text").str.starts_with("{")
     if df.select(is_json.any()).item():

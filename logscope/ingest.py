@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -111,59 +112,178 @@ def _kind_fields(engine: str) -> dict[str, dict[str, str]]:
     return out
 
 
-def _lines_frame(src: sources.Source, offset: int) -> pl.DataFrame:
-    s = pl.Series("raw", [src.text], dtype=pl.String)
-    raw = s.str.split("\n").explode() if src.n_lines else pl.Series("raw", [], dtype=pl.String)
-    return pl.DataFrame({"raw": raw}).with_row_index("_row", offset=offset).with_columns(
-        pl.lit(src.name).alias("file"),
-        (pl.col("_row") - offset + 1).cast(pl.Int64).alias("line"),
+@dataclass
+class Batch:
+    """What the parsing core makes of one batch of lines: per engine, the narrow rows, each
+    event kind's fields and the unrecognized lines' text; and the lines no engine took, counted
+    per file. ``_row`` numbers records within the input (``shift`` moves a batch parsed on its
+    own, e.g. on a Dask worker, to its place)."""
+
+    rows: dict[str, pl.DataFrame]
+    fields: dict[str, dict[str, pl.DataFrame]]
+    unrecognized: dict[str, pl.DataFrame]
+    other: pl.DataFrame  # file, n: lines no engine took
+    n_records: int  # rows of the batch after glued records were split
+
+    def shift(self, rows: int, lines: int) -> Batch:
+        """The same batch with ``_row`` moved by ``rows`` and ``line`` by ``lines``."""
+        if not rows and not lines:
+            return self
+
+        def mv(df: pl.DataFrame) -> pl.DataFrame:
+            out = df.with_columns(pl.col("_row") + rows) if "_row" in df.columns else df
+            return out.with_columns(pl.col("line") + lines) if "line" in out.columns else out
+
+        return Batch({e: mv(df) for e, df in self.rows.items()},
+                     {e: {k: mv(df) for k, df in ks.items()} for e, ks in self.fields.items()},
+                     {e: mv(df) for e, df in self.unrecognized.items()}, self.other,
+                     self.n_records)
+
+
+def lines_frame(raw: pl.Series, file: str, first_line: int = 0,
+                first_row: int = 0) -> pl.DataFrame:
+    """The frame the parsing core reads: ``_row``, ``raw``, ``file``, ``line`` (1-based, after
+    ``first_line`` earlier lines)."""
+    return pl.DataFrame({"raw": raw.cast(pl.String).rename("raw")}).with_row_index(
+        "_row", offset=first_row).with_columns(
+        pl.lit(file).alias("file"),
+        (pl.int_range(pl.len(), dtype=pl.Int64) + first_line + 1).alias("line"),
     )
 
 
-def read(paths: list[str] | tuple[str, ...] | str, engine: str = "auto") -> Logs:
+def parse_batch(raw: pl.Series, file: str, engines: list[str] | None = None, *,
+                first_line: int = 0, first_row: int = 0,
+                on_lines: Callable[[pl.DataFrame], None] | None = None) -> Batch:
+    """The parsing core, a pure function: a batch of raw log lines (a Polars Series or anything
+    ``pl.Series`` takes, e.g. an Arrow string array) of ``file`` to its event frames.
+
+    ``engines`` defaults to every engine (each line goes to the first whose grammar takes it).
+    Batches of one file are assembled in order by :func:`assemble`; a continuation line or a
+    request spanning two batches is joined up there, not here.
+
+        >>> line = "slot release: id  0 | task 7 | stop processing: n_tokens = 9, truncated = 0"
+        >>> b = parse_batch(pl.Series([line]), "x.log")
+        >>> b.rows["llama-server"].select("kind", "slot", "task").row(0)
+        ('release', 0, 7)
+    """
+    engines = available_engines() if engines is None else engines
+    if not isinstance(raw, pl.Series):
+        raw = pl.Series("raw", raw, dtype=pl.String)
+    lines = strip_frame(lines_frame(raw, file, first_line, first_row), first_row)
+    if on_lines is not None:
+        on_lines(lines)
+    out = Batch({}, {}, {}, pl.DataFrame(schema={"file": pl.String, "n": pl.UInt32}),
+                lines.height)
+    rest = lines
+    for eng in engines:
+        if rest.height == 0:
+            break
+        res = classify(rest, load_grammar(eng), model_for(eng).row_fields)
+        rest = res.rest
+        if res.rows.height:
+            out.rows[eng] = res.rows
+            out.fields[eng] = res.fields
+            out.unrecognized[eng] = res.unrecognized
+    if rest.height:
+        out.other = rest.group_by("file").agg(pl.len().alias("n"))
+    return out
+
+
+@dataclass
+class Input:
+    """One input to :func:`read_inputs`: a name, its chunks of lines, and where they start."""
+
+    name: str
+    chunks: Iterable[sources.Chunk]
+    mtime: float | None
+    size: int | None = None  # bytes, for progress (None: unknown, e.g. stdin)
+    first_line: int = 0  # lines before the first chunk (a grown file's new part)
+
+
+def read(paths: list[str] | tuple[str, ...] | str, engine: str = "auto", *,
+         progress: Callable[[int, int | None], None] | None = None,
+         chunk_bytes: int = sources.CHUNK_BYTES) -> Logs:
     """Ingest log files (paths, globs, ``-`` for stdin, ``.gz``) into frames.
 
     ``engine`` is ``auto`` (decided per line: a file holding two engines yields both) or one of
-    ``llama-server``, ``sglang``, ``vllm``. Raises ``sources.InputError`` for unreadable input
-    and ``NoServerLines`` when nothing in the input is a server line.
+    ``llama-server``, ``sglang``, ``vllm``. Files are read in blocks of about ``chunk_bytes``, so
+    the working memory does not grow with the input; ``progress(bytes_done, bytes_total)`` is
+    called after each block (``bytes_total`` is None when a size is unknown). Raises
+    ``sources.InputError`` for unreadable input and ``NoServerLines`` when nothing in the input
+    is a server line.
     """
     if isinstance(paths, str):
         paths = [paths]
     if engine != "auto" and engine not in ENGINES:
         raise ValueError(f"unknown engine {engine!r}; choose auto, {', '.join(ENGINES)}")
+    expanded = sources.expand(list(paths))
+    for p in expanded:
+        sources.check(p)  # a wrong path fails before anything is read
+    inputs = []
+    for p in expanded:
+        chunks, mtime, size = sources.stream(p, chunk_bytes)
+        inputs.append(Input(p, chunks, mtime, size))
+    return read_inputs(inputs, engine, progress=progress)
+
+
+def read_inputs(inputs: Iterable[Input], engine: str = "auto", *,
+                progress: Callable[[int, int | None], None] | None = None,
+                on_lines: Callable[[pl.DataFrame], None] | None = None) -> Logs:
+    """Parse ``inputs`` chunk by chunk with :func:`parse_batch` and :func:`assemble` them."""
+    if engine != "auto" and engine not in ENGINES:
+        raise ValueError(f"unknown engine {engine!r}; choose auto, {', '.join(ENGINES)}")
     engines = available_engines() if engine == "auto" else [engine]
+    inputs = list(inputs)
     files: list[FileStats] = []
-    frames: list[pl.DataFrame] = []
     mtimes: dict[str, float | None] = {}
-    offset = 0
-    for p in sources.expand(list(paths)):
-        src = sources.load(p)
-        name = src.name
+    batches: list[Batch] = []
+    sizes = [i.size for i in inputs]
+    total = None if None in sizes else sum(s or 0 for s in sizes)
+    done, row = 0, 0
+    for inp in inputs:
+        name = inp.name
         if name in mtimes:  # the same file twice: keep both, tell them apart
-            name = f"{name}#{len([k for k in mtimes if k.split('#')[0] == src.name])}"
-            src.name = name
-        mtimes[name] = src.mtime
-        files.append(FileStats(name, lines=src.n_lines, bad_utf8=src.bad_utf8, capped=src.capped))
-        frames.append(_lines_frame(src, offset))
-        offset += src.n_lines
-    lines = pl.concat(frames) if frames else pl.DataFrame(
-        schema={"_row": pl.UInt32, "raw": pl.String, "file": pl.String, "line": pl.Int64})
-    lines = strip_frame(lines)
-    return _classify_all(lines, engines, files, mtimes)
+            name = f"{name}#{len([k for k in mtimes if k.split('#')[0] == inp.name])}"
+        mtimes[name] = inp.mtime
+        fs = FileStats(name)
+        files.append(fs)
+        line = inp.first_line
+        for ch in inp.chunks:
+            if ch.n_lines:
+                raw = pl.Series("raw", [ch.text], dtype=pl.String).str.split("\n").explode()
+                b = parse_batch(raw, name, engines, first_line=line, first_row=row,
+                                on_lines=on_lines)
+                batches.append(b)
+                row += b.n_records
+            line += ch.n_lines
+            fs.lines += ch.n_lines
+            fs.bad_utf8 += ch.bad_utf8
+            fs.capped += ch.capped
+            done += ch.n_bytes
+            if progress is not None:
+                progress(done, total)
+    return assemble(batches, files, mtimes, engines)
 
 
-def _classify_all(lines: pl.DataFrame, engines: list[str], files: list[FileStats],
-                  mtimes: dict[str, float | None]) -> Logs:
-    rest = lines
+def assemble(batches: Iterable[Batch], files: list[FileStats],
+             mtimes: dict[str, float | None], engines: list[str]) -> Logs:
+    """Join parsed batches (in input order, ``_row`` unique) into the frames of an ingest: the
+    engine models run here, over all of an engine's rows at once."""
+    batches = list(batches)
     tables: dict[str, pl.DataFrame] = {}
     per_engine_rows: list[pl.DataFrame] = []
+    unrec: list[pl.DataFrame] = []
     found: list[str] = []
     for eng in engines:
-        res = classify(rest, load_grammar(eng))
-        rest = res.rest
-        if res.events.height == 0:
+        parts = [b.rows[eng] for b in batches if eng in b.rows]
+        if not parts:
             continue
-        rows = res.events.with_columns(pl.lit(eng).alias("engine"))
+        rows = pl.concat(parts, how="diagonal_relaxed").with_columns(pl.lit(eng).alias("engine"))
+        un = [b.unrecognized[eng] for b in batches
+              if eng in b.unrecognized and b.unrecognized[eng].height]
+        if un:
+            unrec.append(pl.concat(un).join(rows.select("_row", "file", "line"), on="_row")
+                         .with_columns(pl.lit(eng).alias("engine")))
         if rows.filter(~pl.col("kind").is_in([IGNORED, UNRECOGNIZED])).height == 0:
             # only known-ignored or unknown lines of this engine: its log, with no events
             if rows.filter(pl.col("kind") == IGNORED).height:
@@ -171,12 +291,23 @@ def _classify_all(lines: pl.DataFrame, engines: list[str], files: list[FileStats
             per_engine_rows.append(rows.with_columns(pl.lit(1, pl.Int32).alias("run")))
             continue
         found.append(eng)
-        out = model_for(eng)(rows, mtimes)
-        prepared = out.pop("_rows")
+        model = model_for(eng)
+        prepared = model.prepare(rows, mtimes)
         per_engine_rows.append(prepared)
+        own: dict[str, pl.DataFrame] = {}
         for kind, fields in _kind_fields(eng).items():
-            tables[kind] = _kind_table(prepared, kind, fields, tables.get(kind))
-        tables.update(out)
+            fparts = [b.fields[eng][kind] for b in batches
+                      if eng in b.fields and kind in b.fields[eng]]
+            ftab = pl.concat(fparts, how="diagonal_relaxed") if fparts else None
+            own[kind] = _kind_table(prepared, kind, fields, ftab)
+        own.update(model.derive(own))
+        for name, t in own.items():
+            prev = tables.get(name)
+            if prev is not None and prev.height:
+                t = pl.concat([prev, t], how="diagonal_relaxed")
+                if {"file", "line"} <= set(t.columns):
+                    t = t.sort("file", "line", maintain_order=True)
+            tables[name] = t
     classified = (pl.concat(per_engine_rows, how="diagonal_relaxed") if per_engine_rows
                   else pl.DataFrame(schema={"_row": pl.UInt32, "file": pl.String,
                                             "line": pl.Int64, "engine": pl.String,
@@ -189,8 +320,9 @@ def _classify_all(lines: pl.DataFrame, engines: list[str], files: list[FileStats
     tables["lines_classified"] = classified.select(
         [c for c in ("file", "line", "engine", "run", "class", "kind", "variant")
          if c in classified.columns])
-    tables["unrecognized"] = _unrecognized(classified, lines)
-    _fill_stats(files, classified, rest)
+    tables["unrecognized"] = _unrecognized(unrec)
+    other = [b.other for b in batches if b.other.height]
+    _fill_stats(files, classified, pl.concat(other) if other else None)
     logs = Logs(tables, files, found)
     if not found and not any(f.unrecognized for f in files):
         raise NoServerLines(logs)
@@ -198,8 +330,12 @@ def _classify_all(lines: pl.DataFrame, engines: list[str], files: list[FileStats
 
 
 def _kind_table(rows: pl.DataFrame, kind: str, fields: dict[str, str],
-                prev: pl.DataFrame | None) -> pl.DataFrame:
+                own: pl.DataFrame | None) -> pl.DataFrame:
+    """The table of one event kind: its rows' common columns and the kind's fields (``own``,
+    keyed by ``_row``)."""
     sub = rows.filter(pl.col("kind") == kind)
+    if own is not None:
+        sub = sub.join(own, on="_row", how="left")
     cols = []
     for c in COMMON_COLUMNS:
         if c in sub.columns:
@@ -214,19 +350,18 @@ def _kind_table(rows: pl.DataFrame, kind: str, fields: dict[str, str],
             continue
         cols.append(pl.col(f).cast(DTYPES[d]) if f in sub.columns
                     else pl.lit(None, dtype=DTYPES[d]).alias(f))
-    table = sub.select(cols).with_columns(
+    table = sub.sort("file", "line", "_row").select(cols).with_columns(
         pl.col("slot").cast(pl.Int64), pl.col("task").cast(pl.Int64),
         pl.col("run").cast(pl.Int32), pl.col("ts").cast(pl.Datetime("us", "UTC")),
         pl.col("t_rel").cast(pl.Float64), pl.col("ts_inferred").cast(pl.Boolean),
         pl.col("ts_source").cast(pl.String), pl.col("level").cast(pl.String))
-    if prev is not None and prev.height:
-        table = pl.concat([prev, table], how="diagonal_relaxed")
-    return table.sort("file", "line")
+    return table
 
 
-def _unrecognized(classified: pl.DataFrame, lines: pl.DataFrame) -> pl.DataFrame:
-    un = classified.filter(pl.col("class") == UNRECOGNIZED).select("_row", "engine")
-    out = un.join(lines.select("_row", "file", "line", "text"), on="_row").sort("_row")
+def _unrecognized(parts: list[pl.DataFrame]) -> pl.DataFrame:
+    out = (pl.concat(parts).sort("_row") if parts else
+           pl.DataFrame(schema={"_row": pl.UInt32, "text": pl.String, "file": pl.String,
+                                "line": pl.Int64, "engine": pl.String}))
     diags: list[str | None] = []
     budget = DIAGNOSTIC_BUDGET_CHARS
     for i, (eng, text) in enumerate(zip(out["engine"], out["text"], strict=True)):
@@ -243,7 +378,8 @@ def _unrecognized(classified: pl.DataFrame, lines: pl.DataFrame) -> pl.DataFrame
         pl.Series("diagnostic", diags, dtype=pl.String))
 
 
-def _fill_stats(files: list[FileStats], classified: pl.DataFrame, rest: pl.DataFrame) -> None:
+def _fill_stats(files: list[FileStats], classified: pl.DataFrame,
+                other: pl.DataFrame | None) -> None:
     if classified.height:
         per = classified.group_by("file", "class").len()
         counts = {(f, c): n for f, c, n in per.iter_rows()}
@@ -252,11 +388,11 @@ def _fill_stats(files: list[FileStats], classified: pl.DataFrame, rest: pl.DataF
         engs = {f: e for f, e in eng.iter_rows()}
     else:
         counts, engs = {}, {}
-    other = dict(rest.group_by("file").len().iter_rows()) if rest.height else {}
+    others = (dict(other.group_by("file").agg(pl.col("n").sum()).iter_rows())
+              if other is not None else {})
     for fs in files:
-        fs.records = 0
         fs.events = counts.get((fs.file, EVENT), 0)
         fs.unrecognized = counts.get((fs.file, UNRECOGNIZED), 0)
-        fs.ignored = counts.get((fs.file, IGNORED), 0) + other.get(fs.file, 0)
+        fs.ignored = counts.get((fs.file, IGNORED), 0) + others.get(fs.file, 0)
         fs.engines = engs.get(fs.file, [])
         fs.records = fs.events + fs.unrecognized + fs.ignored

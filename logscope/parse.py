@@ -45,11 +45,20 @@ def cast(expr: pl.Expr, dtype: str) -> pl.Expr:
 
 @dataclass
 class Classified:
-    """The result of classifying a frame of lines for one engine."""
+    """The result of classifying a batch of lines for one engine.
+
+    ``rows`` is narrow: one row per line the grammar took (event, ignored or unrecognized) with
+    ``_row``, ``file``, ``line``, the wrapper and envelope fields, ``kind``, ``variant`` and the
+    engine's row fields (``slot``, ``task``, ...: what its model needs across kinds). Each event
+    kind's own fields live in ``fields[kind]``, keyed by ``_row``, so no frame is as wide as the
+    union of every kind's fields.
+    """
 
     engine: str
-    events: pl.DataFrame  # one row per event or ignored/unrecognized line: kind, variant, fields
-    rest: pl.DataFrame  # the lines this engine did not take
+    rows: pl.DataFrame
+    fields: dict[str, pl.DataFrame]  # event kind -> ``_row`` + that kind's body fields
+    unrecognized: pl.DataFrame  # ``_row``, ``text`` of the lines claimed but not matched
+    rest: pl.DataFrame  # the lines this engine did not take (the input's columns)
 
 
 def _extract(sub: pl.DataFrame, v: Variant) -> pl.DataFrame:
@@ -110,7 +119,8 @@ def _expand_rep(out: pl.DataFrame, rep: Any) -> pl.DataFrame:
     return out
 
 
-def classify(lines: pl.DataFrame, g: CompiledGrammar) -> Classified:
+def classify(lines: pl.DataFrame, g: CompiledGrammar,
+             row_fields: tuple[str, ...] = ("slot", "task")) -> Classified:
     """Run one engine grammar over ``lines`` (columns ``_row``, ``text``, ...)."""
     env = pl.col("text").str.extract_groups(g.envelope_regex)
     df = lines.with_columns(env.alias("_e")).unnest("_e")
@@ -131,7 +141,10 @@ def classify(lines: pl.DataFrame, g: CompiledGrammar) -> Classified:
     body = small.get_column("_body")
     taken = pl.Series("taken", [False] * df.height, dtype=pl.Boolean)
     anchor_masks: dict[str, pl.Series] = {}
-    parts: list[pl.DataFrame] = []
+    on_row = set(g.envelope_fields) | set(row_fields)
+    row_parts: list[pl.DataFrame] = []
+    kind_parts: dict[str, list[pl.DataFrame]] = {}
+    claimed: list[pl.Series] = []
     for v in g.variants:
         if v.anchor:
             m = anchor_masks.get(v.anchor)
@@ -146,25 +159,41 @@ def classify(lines: pl.DataFrame, g: CompiledGrammar) -> Classified:
         hit = cand.filter(pl.col("_body").str.contains(v.regex))
         if hit.height == 0:
             continue
-        kind = UNRECOGNIZED if v.kind == "claimed" else v.kind
-        parts.append(_extract(hit.select("_row", "_body"), v).with_columns(
-            pl.lit(kind).alias("kind"), pl.lit(v.name).alias("variant")))
         taken = taken.scatter(hit.get_column("_i"), True)
-    if parts:
-        fields = pl.concat(parts, how="diagonal_relaxed")
-        env = df.drop("_body", "text")
+        kind = UNRECOGNIZED if v.kind == "claimed" else v.kind
+        if kind == UNRECOGNIZED:
+            claimed.append(hit.get_column("_row"))
+        if kind == UNRECOGNIZED or (kind == IGNORED and not on_row & set(v.all_fields)):
+            row_parts.append(hit.select("_row", pl.lit(kind).alias("kind"),
+                                        pl.lit(v.name).alias("variant")))
+            continue
+        got = _extract(hit.select("_row", "_body"), v)
+        row_parts.append(got.select("_row", pl.lit(kind).alias("kind"),
+                                    pl.lit(v.name).alias("variant"),
+                                    *[c for c in got.columns if c in on_row]))
+        own = [c for c in got.columns if c != "_row" and c not in on_row]
+        if own and kind != IGNORED:  # an ignored line's other fields are no event's
+            kind_parts.setdefault(kind, []).append(got.select("_row", *own))
+    fields = {k: pl.concat(ps, how="diagonal_relaxed") if len(ps) > 1 else ps[0]
+              for k, ps in kind_parts.items()}
+    if row_parts:
+        got = pl.concat(row_parts, how="diagonal_relaxed")
+        env_cols = df.drop("_body", "text", "raw", strict=False)
         # a field both in the envelope and in the body (era C's timestamp=, slot ids): body wins
-        clash = [c for c in fields.columns if c != "_row" and c in env.columns]
-        fields = fields.rename({c: f"{c}__body" for c in clash})
-        events = env.join(fields, on="_row", how="inner")
+        clash = [c for c in got.columns if c != "_row" and c in env_cols.columns]
+        got = got.rename({c: f"{c}__body" for c in clash})
+        rows = env_cols.join(got, on="_row", how="inner")
         if clash:
-            events = events.with_columns(
+            rows = rows.with_columns(
                 [pl.coalesce(f"{c}__body", c).alias(c) for c in clash]).drop(
                 [f"{c}__body" for c in clash])
     else:
-        events = pl.DataFrame()
+        rows = pl.DataFrame()
+    unrec = (pl.DataFrame({"_row": pl.concat(claimed)}).join(
+        lines.select("_row", "text"), on="_row") if claimed
+        else pl.DataFrame(schema={"_row": pl.UInt32, "text": pl.String}))
     rest = df.filter(~taken).select(lines.columns)
-    return Classified(g.engine, events, rest)
+    return Classified(g.engine, rows, fields, unrec, rest)
 
 
 _DUP_GROUP = re.compile(r"^(?P<field>.+)__\d+$")

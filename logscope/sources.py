@@ -11,10 +11,13 @@ import gzip
 import os
 import sys
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 MAX_LINE = 65536  # characters kept of one line (llama-server DBG bodies can be megabytes)
+CHUNK_BYTES = 16 * 2**20  # batch ingest reads a file in blocks of about this many bytes
 
 
 class InputError(Exception):
@@ -46,6 +49,99 @@ def expand(paths: list[str] | tuple[str, ...]) -> list[str]:
         else:
             out.append(p)
     return out
+
+
+@dataclass
+class Chunk:
+    """Complete lines of a file, decoded and normalised (one block of a streamed read)."""
+
+    text: str  # lines joined by \n
+    n_lines: int
+    bad_utf8: int
+    capped: int
+    n_bytes: int  # raw bytes this block covered (compressed files: decompressed bytes)
+
+
+def check(path: str) -> None:
+    """Raise ``InputError`` now if ``path`` cannot be read (before a long ingest reaches it)."""
+    if path == "-":
+        return
+    p = Path(path)
+    if not p.exists():
+        raise InputError(f"{path}: no such file")
+    if p.is_dir():
+        raise InputError(
+            f"{path}: is a directory (give the log files, or a glob like '{path}/*.log')")
+    if not os.access(p, os.R_OK):
+        raise InputError(f"{path}: permission denied")
+
+
+def _open(path: str) -> tuple[BinaryIO, float | None, int | None]:
+    """(binary stream, mtime, size on disk) of an input; ``.gz`` content is decompressed as it
+    is read. Raises ``InputError`` for what the user must fix."""
+    if path == "-":
+        return sys.stdin.buffer, None, None
+    check(path)
+    p = Path(path)
+    try:
+        f: BinaryIO = open(p, "rb")  # noqa: SIM115 - handed to the caller
+        st = os.fstat(f.fileno())
+    except PermissionError as e:
+        raise InputError(f"{path}: permission denied") from e
+    except OSError as e:
+        raise InputError(f"{path}: cannot read ({e.strerror})") from e
+    if f.read(2) == b"\x1f\x8b":
+        f.seek(0)
+        return gzip.GzipFile(fileobj=f, mode="rb"), st.st_mtime, st.st_size  # type: ignore[return-value]
+    f.seek(0)
+    return f, st.st_mtime, st.st_size
+
+
+def blocks(stream: BinaryIO, name: str, chunk_bytes: int = CHUNK_BYTES) -> Iterator[bytes]:
+    """Blocks of complete lines (each ends in \\n but perhaps the very last), about
+    ``chunk_bytes`` each; a line longer than a block extends its block. Splitting on \\n is safe
+    for UTF-8: no multi-byte sequence holds that byte."""
+    carry = b""
+    while True:
+        try:
+            data = stream.read(chunk_bytes)
+        except (OSError, EOFError, zlib.error) as e:
+            raise InputError(f"{name}: corrupt gzip file ({e})") from e
+        if not data:
+            break
+        data = carry + data if carry else data
+        cut = data.rfind(b"\n")
+        if cut < 0:
+            carry = data
+            continue
+        carry = data[cut + 1:]
+        yield data[:cut + 1]
+    if carry:
+        yield carry
+
+
+def chunk(data: bytes) -> Chunk:
+    """Decode and normalise one block of complete lines."""
+    text, bad = decode(data)
+    text, n, capped = normalize(text)
+    return Chunk(text, n, bad, capped, len(data))
+
+
+def stream(path: str, chunk_bytes: int = CHUNK_BYTES) -> tuple[Iterator[Chunk], float | None,
+                                                                int | None]:
+    """(chunks, mtime, size) of an input read in bounded blocks; the lines of the chunks, in
+    order, are the lines of ``load(path)``."""
+    f, mtime, size = _open(path)
+
+    def gen() -> Iterator[Chunk]:
+        try:
+            for block in blocks(f, path, chunk_bytes):
+                yield chunk(block)
+        finally:
+            if f is not sys.stdin.buffer:
+                f.close()
+
+    return gen(), mtime, size
 
 
 def read_bytes(path: str) -> tuple[bytes, float | None]:

@@ -1,41 +1,49 @@
 """Engine models: turn one engine's classified rows into its frames.
 
-Each model is a function ``(rows, mtimes) -> dict[name, DataFrame]`` where ``rows`` holds every
-row the engine's grammar took (events, ignored, unrecognized) with ``kind``/``variant`` and the
-typed fields. The returned frames are keyed by event kind, plus derived tables (``requests``).
+A model has three parts:
+
+* ``row_fields``: the body fields it needs on every row, whatever the kind (``slot``,
+  ``task``...); ``parse.classify`` keeps them in the narrow rows frame, every other field stays
+  in its kind's own frame;
+* ``prepare(rows, mtimes) -> rows``: over every row the engine's grammar took (events, ignored
+  and unrecognized lines, with ``kind``/``variant``, envelope and row fields): runs, clocks,
+  continuation lines, ``basis``...;
+* ``derive(tables) -> tables``: from the engine's finished per-kind tables, the derived tables
+  (``requests``) and any table it rewrites.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import polars as pl
 
-Model = Callable[[pl.DataFrame, dict[str, float | None]], dict[str, pl.DataFrame]]
+Tables = dict[str, pl.DataFrame]
 
 
-def llama_server_model(rows: pl.DataFrame,
-                       mtimes: dict[str, float | None]) -> dict[str, pl.DataFrame]:
-    from . import llama_server
-
-    prepared = llama_server.prepare(rows, mtimes)
-    out = {"_rows": prepared}
-    out["requests"] = llama_server.build_requests(prepared)
-    return out
+def _no_tables(tables: Tables) -> Tables:
+    return {}
 
 
-def generic_model(rows: pl.DataFrame, mtimes: dict[str, float | None]) -> dict[str, pl.DataFrame]:
-    """Engines without a dedicated model yet: rows as they are, one run per file."""
-    return {"_rows": rows.with_columns(pl.lit(1, pl.Int32).alias("run"))}
+def _one_run(rows: pl.DataFrame, mtimes: dict[str, float | None]) -> pl.DataFrame:
+    return rows.with_columns(pl.lit(1, pl.Int32).alias("run"))
+
+
+@dataclass(frozen=True)
+class Model:
+    prepare: Callable[[pl.DataFrame, dict[str, float | None]], pl.DataFrame] = _one_run
+    derive: Callable[[Tables], Tables] = _no_tables
+    row_fields: tuple[str, ...] = ("slot", "task")
+
+
+GENERIC = Model()  # engines without a dedicated model yet: rows as they are, one run per file
 
 
 def model_for(engine: str) -> Model:
-    if engine == "llama-server":
-        return llama_server_model
     try:
-        import importlib
-
         mod = importlib.import_module(f".{engine.replace('-', '_')}", __name__)
-        return mod.model  # type: ignore[no-any-return]
-    except (ImportError, AttributeError):
-        return generic_model
+    except ImportError:
+        return GENERIC
+    return getattr(mod, "MODEL", GENERIC)

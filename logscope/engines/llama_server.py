@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import polars as pl
 
+from . import Model
+
 # kinds whose lines may come without a slot header: the continuation lines of a multi-line
 # summary entry (b3761–b9229) and the era A/B print_timings block
 CONTINUATION_VARIANTS = (
@@ -49,7 +51,7 @@ def attach_continuations(df: pl.DataFrame) -> pl.DataFrame:
     """
     is_cont = pl.col("variant").is_in(CONTINUATION_VARIANTS)
     grp = ["file", "_port"]
-    df = df.sort("file", "line")
+    df = df.sort("file", "line", "_row")
     if not df.select(is_cont.any()).item():  # b9230+ logs print no continuation lines
         return _fill_era_b_tasks(df, grp)
     df = df.with_columns(
@@ -85,7 +87,7 @@ def attach_continuations(df: pl.DataFrame) -> pl.DataFrame:
     # era A prints neither slot nor task: each timing block is one request, numbered in order
     era_a = pl.col("variant").is_in(["prompt_eval_a", "eval_a", "total_a"])
     block_no = (pl.col("variant") == "prompt_eval_a").cast(pl.Int64).cum_sum().over(grp) - 1
-    df = df.sort("file", "line").with_columns(
+    df = df.sort("file", "line", "_row").with_columns(
         pl.when(era_a & pl.col("task").is_null()).then(block_no).otherwise(pl.col("task"))
         .alias("task"))
     return _fill_era_b_tasks(df, grp)
@@ -101,7 +103,7 @@ def _fill_era_b_tasks(df: pl.DataFrame, grp: list[str]) -> pl.DataFrame:
         return df
     last_task = (pl.when(pl.col("kind") == "task_launch").then(pl.col("task"))
                  .forward_fill().over([*grp, "slot"]))
-    return df.sort("file", "line").with_columns(
+    return df.sort("file", "line", "_row").with_columns(
         pl.when(needs).then(last_task).otherwise(pl.col("task")).alias("task"))
 
 
@@ -195,12 +197,13 @@ def _first(kind_df: pl.DataFrame, cols: dict[str, str]) -> pl.DataFrame:
     return kind_df.group_by(key).agg([pl.col(s).first().alias(d) for s, d in have.items()])
 
 
-def build_requests(df: pl.DataFrame) -> pl.DataFrame:
-    """One row per (file, router port, run, slot, task) that the server launched or reported on."""
+def build_requests(tables: dict[str, pl.DataFrame]) -> pl.DataFrame:
+    """One row per (file, router port, run, slot, task) that the server launched or reported on,
+    from the per-kind tables."""
     key = ["file", "_port", "run", "slot", "task"]
 
     def kind(k: str) -> pl.DataFrame:
-        return df.filter(pl.col("kind") == k)
+        return tables[k].with_columns(pl.col("router_port").fill_null(0).alias("_port"))
 
     launch = kind("task_launch").filter(pl.col("task") >= 0)
     base = launch.group_by(key).agg(
@@ -211,8 +214,9 @@ def build_requests(df: pl.DataFrame) -> pl.DataFrame:
          else pl.lit(None, pl.Boolean)).alias("is_child"),
     )
     # requests seen only through their summary (log cut at the start) still count
-    summ = df.filter(pl.col("kind").is_in(["prompt_eval", "eval", "release"])
-                     & (pl.col("task").is_null() | (pl.col("task") >= 0)))
+    summ = pl.concat([kind(k).select(*key, "t_rel", "ts", "line")
+                      for k in ("prompt_eval", "eval", "release")]).filter(
+        pl.col("task").is_null() | (pl.col("task") >= 0))
     extra = summ.group_by(key).agg(
         pl.col("t_rel").min().alias("t_start"), pl.col("ts").min().alias("ts_start"),
         pl.col("line").min().alias("line_start"))
@@ -365,4 +369,11 @@ def build_requests(df: pl.DataFrame) -> pl.DataFrame:
         "n_ctx_slot", "context_shifts", "n_discarded", "prefill_ticks", "decode_ticks",
         "tg_3s_mean", "prefill_tick_list",
     ]
-    return out.select(cols).sort("file", "run", "t_start", "task", nulls_last=True)
+    return out.select(cols).sort("file", "run", "t_start", "task", "slot", nulls_last=True)
+
+
+def derive(tables: dict[str, pl.DataFrame]) -> dict[str, pl.DataFrame]:
+    return {"requests": build_requests(tables)}
+
+
+MODEL = Model(prepare=prepare, derive=derive, row_fields=("slot", "task"))

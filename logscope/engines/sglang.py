@@ -22,13 +22,14 @@ from __future__ import annotations
 
 import polars as pl
 
+from . import Model
 from .windows import BASIS_WINDOW, ensure, runs_from_config
 
 
-def model(rows: pl.DataFrame, mtimes: dict[str, float | None]) -> dict[str, pl.DataFrame]:
+def prepare(rows: pl.DataFrame, mtimes: dict[str, float | None]) -> pl.DataFrame:
     df = ensure(rows, {"sg_date": pl.String, "sg_time": pl.String, "sg_msec": pl.Int64,
                        "dp_rank": pl.Int64, "tp_rank": pl.Int64})
-    df = df.sort("file", "line")
+    df = df.sort("file", "line", "_row")
     mt = pl.col("file").replace_strict(mtimes, default=None, return_dtype=pl.Float64)
     mt_date = (mt * 1e6).cast(pl.Int64).cast(pl.Datetime("us", "UTC")).dt.strftime("%Y-%m-%d")
     date = pl.coalesce(pl.col("sg_date"), mt_date)
@@ -51,4 +52,7 @@ def model(rows: pl.DataFrame, mtimes: dict[str, float | None]) -> dict[str, pl.D
         (pl.col("tp_rank").fill_null(0) == 0).alias("primary_rank"),
     )
     df = df.with_columns(runs_from_config(df, ["prefill_batch", "decode_batch"]))
-    return {"_rows": df}
+    return df
+
+
+MODEL = Model(prepare=prepare, row_fields=())

@@ -16,15 +16,15 @@ from __future__ import annotations
 
 import polars as pl
 
+from . import Model
 from .windows import BASIS_WINDOW, ensure, runs_from_config, year_from_context
 
 
-def model(rows: pl.DataFrame, mtimes: dict[str, float | None]) -> dict[str, pl.DataFrame]:
+def prepare(rows: pl.DataFrame, mtimes: dict[str, float | None]) -> pl.DataFrame:
     df = ensure(rows, {"v_month": pl.Int64, "v_day": pl.Int64, "v_time": pl.String,
                        "v_year": pl.Int64, "engine_idx": pl.Int64, "wrap_iso": pl.String,
-                       "wrap_docker": pl.String, "mean_acceptance_length": pl.Float64,
-                       "per_position_acceptance_rate": pl.List(pl.Float64)})
-    df = df.sort("file", "line")
+                       "wrap_docker": pl.String})
+    df = df.sort("file", "line", "_row")
     year = pl.coalesce(pl.col("v_year").cast(pl.Int32), year_from_context(df, "v_month", mtimes))
     stamp = pl.concat_str([
         year.cast(pl.String), pl.lit("-"), pl.col("v_month").cast(pl.String).str.zfill(2),
@@ -32,10 +32,6 @@ def model(rows: pl.DataFrame, mtimes: dict[str, float | None]) -> dict[str, pl.D
     ts = stamp.str.to_datetime("%Y-%m-%d %H:%M:%S%.f", strict=False, time_unit="us") \
         .dt.replace_time_zone("UTC")
     has_wrap = pl.col("wrap_iso").is_not_null() | pl.col("wrap_docker").is_not_null()
-    pp_sum = pl.col("per_position_acceptance_rate").list.sum()
-    raw = pl.col("mean_acceptance_length")
-    def_085 = (pl.col("variant") == "spec_decoding_v1_b") & pp_sum.is_not_null() & (
-        (raw - pp_sum).abs() < (raw - (pp_sum + 1)).abs())
     df = df.with_columns(
         ts.alias("ts"),
         pl.when(pl.col("v_month").is_null()).then(None)
@@ -52,8 +48,26 @@ def model(rows: pl.DataFrame, mtimes: dict[str, float | None]) -> dict[str, pl.D
         .then(pl.lit("cumulative"))
         .when(pl.col("kind") == "spec_decoding").then(pl.lit("per_interval"))
         .alias("counter"),
-        raw.alias("mean_acceptance_length_raw"),
-        pl.when(def_085).then(raw + 1).otherwise(raw).alias("mean_acceptance_length"),
     )
-    df = df.with_columns(runs_from_config(df, ["engine_stats", "spec_decoding", "prefix_cache"]))
-    return {"_rows": df}
+    return df.with_columns(runs_from_config(df, ["engine_stats", "spec_decoding", "prefix_cache"]))
+
+
+def derive(tables: dict[str, pl.DataFrame]) -> dict[str, pl.DataFrame]:
+    """``spec_decoding.mean_acceptance_length`` on the 0.9.0+ definition, the printed value kept
+    in ``mean_acceptance_length_raw`` (placed before the kind's own fields)."""
+    spec = tables.get("spec_decoding")
+    if spec is None or spec.get_column("mean_acceptance_length").null_count() == spec.height:
+        return {}
+    pp_sum = pl.col("per_position_acceptance_rate").list.sum()
+    raw = pl.col("mean_acceptance_length")
+    def_085 = (pl.col("variant") == "spec_decoding_v1_b") & pp_sum.is_not_null() & (
+        (raw - pp_sum).abs() < (raw - (pp_sum + 1)).abs())
+    spec = spec.with_columns(
+        raw.alias("mean_acceptance_length_raw"),
+        pl.when(def_085).then(raw + 1).otherwise(raw).alias("mean_acceptance_length"))
+    cols = spec.columns[:-1]
+    at = cols.index("counter" if "counter" in cols else "variant") + 1
+    return {"spec_decoding": spec.select(*cols[:at], "mean_acceptance_length_raw", *cols[at:])}
+
+
+MODEL = Model(prepare=prepare, derive=derive, row_fields=("engine_idx",))
