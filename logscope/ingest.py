@@ -270,6 +270,10 @@ def assemble(batches: Iterable[Batch], files: list[FileStats],
     """Join parsed batches (in input order, ``_row`` unique) into the frames of an ingest: the
     engine models run here, over all of an engine's rows at once."""
     batches = list(batches)
+    # rows come in input order; the frames are in (file, line) order: the same unless the files
+    # were not given in name order (a glob's are)
+    names = [f.file for f in files]
+    resort = names != sorted(names)
     tables: dict[str, pl.DataFrame] = {}
     per_engine_rows: list[pl.DataFrame] = []
     unrec: list[pl.DataFrame] = []
@@ -299,7 +303,7 @@ def assemble(batches: Iterable[Batch], files: list[FileStats],
             fparts = [b.fields[eng][kind] for b in batches
                       if eng in b.fields and kind in b.fields[eng]]
             ftab = pl.concat(fparts, how="diagonal_relaxed") if fparts else None
-            own[kind] = _kind_table(prepared, kind, fields, ftab)
+            own[kind] = _kind_table(prepared, kind, fields, ftab, resort)
         own.update(model.derive(own))
         for name, t in own.items():
             prev = tables.get(name)
@@ -317,6 +321,8 @@ def assemble(batches: Iterable[Batch], files: list[FileStats],
         pl.when(pl.col("kind") == IGNORED).then(pl.lit(IGNORED))
         .when(pl.col("kind") == UNRECOGNIZED).then(pl.lit(UNRECOGNIZED))
         .otherwise(pl.lit(EVENT)).alias("class"))
+    if resort:
+        classified = classified.sort("file", "line", "_row")
     tables["lines_classified"] = classified.select(
         [c for c in ("file", "line", "engine", "run", "class", "kind", "variant")
          if c in classified.columns])
@@ -330,12 +336,14 @@ def assemble(batches: Iterable[Batch], files: list[FileStats],
 
 
 def _kind_table(rows: pl.DataFrame, kind: str, fields: dict[str, str],
-                own: pl.DataFrame | None) -> pl.DataFrame:
+                own: pl.DataFrame | None, resort: bool = False) -> pl.DataFrame:
     """The table of one event kind: its rows' common columns and the kind's fields (``own``,
     keyed by ``_row``)."""
     sub = rows.filter(pl.col("kind") == kind)
     if own is not None:
-        sub = sub.join(own, on="_row", how="left")
+        sub = sub.join(own, on="_row", how="left", maintain_order="left")
+    if resort:
+        sub = sub.sort("file", "line", "_row")
     cols = []
     for c in COMMON_COLUMNS:
         if c in sub.columns:
@@ -350,7 +358,7 @@ def _kind_table(rows: pl.DataFrame, kind: str, fields: dict[str, str],
             continue
         cols.append(pl.col(f).cast(DTYPES[d]) if f in sub.columns
                     else pl.lit(None, dtype=DTYPES[d]).alias(f))
-    table = sub.sort("file", "line", "_row").select(cols).with_columns(
+    table = sub.select(cols).with_columns(
         pl.col("slot").cast(pl.Int64), pl.col("task").cast(pl.Int64),
         pl.col("run").cast(pl.Int32), pl.col("ts").cast(pl.Datetime("us", "UTC")),
         pl.col("t_rel").cast(pl.Float64), pl.col("ts_inferred").cast(pl.Boolean),

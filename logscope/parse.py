@@ -182,7 +182,7 @@ def classify(lines: pl.DataFrame, g: CompiledGrammar,
         # a field both in the envelope and in the body (era C's timestamp=, slot ids): body wins
         clash = [c for c in got.columns if c != "_row" and c in env_cols.columns]
         got = got.rename({c: f"{c}__body" for c in clash})
-        rows = env_cols.join(got, on="_row", how="inner")
+        rows = env_cols.join(got, on="_row", how="inner", maintain_order="left")
         if clash:
             rows = rows.with_columns(
                 [pl.coalesce(f"{c}__body", c).alias(c) for c in clash]).drop(

@@ -6,8 +6,9 @@ A model has three parts:
   ``task``...); ``parse.classify`` keeps them in the narrow rows frame, every other field stays
   in its kind's own frame;
 * ``prepare(rows, mtimes) -> rows``: over every row the engine's grammar took (events, ignored
-  and unrecognized lines, with ``kind``/``variant``, envelope and row fields): runs, clocks,
-  continuation lines, ``basis``...;
+  and unrecognized lines, with ``kind``/``variant``, envelope and row fields), in input order
+  (``_row``; so each file's rows are in line order): runs, clocks, continuation lines,
+  ``basis``... It must keep that order (it is never re-sorted: a sort would copy every row);
 * ``derive(tables) -> tables``: from the engine's finished per-kind tables, the derived tables
   (``requests``) and any table it rewrites.
 """

@@ -51,25 +51,25 @@ def attach_continuations(df: pl.DataFrame) -> pl.DataFrame:
     """
     is_cont = pl.col("variant").is_in(CONTINUATION_VARIANTS)
     grp = ["file", "_port"]
-    df = df.sort("file", "line", "_row")
     if not df.select(is_cont.any()).item():  # b9230+ logs print no continuation lines
         return _fill_era_b_tasks(df, grp)
+    # a continuation's header is the last non-continuation row before it in its file and port:
+    # its position, forward-filled, gathers the header's values (no join or window over the
+    # many blocks: both would copy or index the whole frame)
+    df = df.with_columns(pl.int_range(pl.len(), dtype=pl.UInt32).alias("_h"))
+    df = df.with_columns(pl.when(~is_cont).then(pl.col("_h")).forward_fill().over(grp)
+                         .alias("_h"))
+
+    def head(c: str) -> pl.Expr:
+        return pl.col(c).gather(pl.col("_h"))
+
+    from_header = is_cont & (head("variant") == HEADER_VARIANT)
     df = df.with_columns(
-        (~is_cont).cum_sum().over(grp).alias("_block"),
-    )
-    head = (
-        df.filter(~is_cont)
-        .select(*grp, "_block", pl.col("variant").alias("_hv"), pl.col("slot").alias("_hs"),
-                pl.col("task").alias("_ht"), pl.col("t_rel").alias("_htr"))
-    )
-    df = df.join(head, on=[*grp, "_block"], how="left")
-    from_header = is_cont & (pl.col("_hv") == HEADER_VARIANT)
-    df = df.with_columns(
-        pl.when(from_header).then(pl.col("_hs")).otherwise(pl.col("slot")).alias("slot"),
-        pl.when(from_header).then(pl.col("_ht")).otherwise(pl.col("task")).alias("task"),
-        pl.when(from_header & pl.col("t_rel").is_null()).then(pl.col("_htr"))
+        pl.when(from_header).then(head("slot")).otherwise(pl.col("slot")).alias("slot"),
+        pl.when(from_header).then(head("task")).otherwise(pl.col("task")).alias("task"),
+        pl.when(from_header & pl.col("t_rel").is_null()).then(head("t_rel"))
         .otherwise(pl.col("t_rel")).alias("t_rel"),
-    ).drop("_block", "_hv", "_hs", "_ht", "_htr")
+    ).drop("_h")
     # era A/B: slot from the next release line (task ids are not printed by era A)
     nxt = (
         df.filter(pl.col("kind") == "release")
@@ -77,17 +77,20 @@ def attach_continuations(df: pl.DataFrame) -> pl.DataFrame:
         .sort("line")
     )
     orphan = is_cont & pl.col("slot").is_null()
-    if df.select(orphan.any()).item() and nxt.height:
-        df = df.sort("line").join_asof(nxt, on="line", by=grp, strategy="forward",
-                                        check_sortedness=False)
+    if nxt.height and df.select(orphan.any()).item():
+        # only the orphan rows are matched, and their slot/task written back in place
+        at = df.select(pl.arg_where(orphan).alias("_at")).with_columns(
+            df.filter(orphan).select(*grp, "line"))
+        got = at.sort("line").join_asof(nxt, on="line", by=grp, strategy="forward",
+                                        check_sortedness=False).sort("_at")
+        idx = got.get_column("_at")
         df = df.with_columns(
-            pl.when(orphan).then(pl.col("_rs")).otherwise(pl.col("slot")).alias("slot"),
-            pl.when(orphan).then(pl.col("_rt")).otherwise(pl.col("task")).alias("task"),
-        ).drop("_rs", "_rt")
+            df.get_column("slot").scatter(idx, got.get_column("_rs")),
+            df.get_column("task").scatter(idx, got.get_column("_rt")))
     # era A prints neither slot nor task: each timing block is one request, numbered in order
     era_a = pl.col("variant").is_in(["prompt_eval_a", "eval_a", "total_a"])
     block_no = (pl.col("variant") == "prompt_eval_a").cast(pl.Int64).cum_sum().over(grp) - 1
-    df = df.sort("file", "line", "_row").with_columns(
+    df = df.with_columns(
         pl.when(era_a & pl.col("task").is_null()).then(block_no).otherwise(pl.col("task"))
         .alias("task"))
     return _fill_era_b_tasks(df, grp)
@@ -103,7 +106,7 @@ def _fill_era_b_tasks(df: pl.DataFrame, grp: list[str]) -> pl.DataFrame:
         return df
     last_task = (pl.when(pl.col("kind") == "task_launch").then(pl.col("task"))
                  .forward_fill().over([*grp, "slot"]))
-    return df.sort("file", "line", "_row").with_columns(
+    return df.with_columns(
         pl.when(needs).then(last_task).otherwise(pl.col("task")).alias("task"))
 
 

@@ -29,7 +29,6 @@ from .windows import BASIS_WINDOW, ensure, runs_from_config
 def prepare(rows: pl.DataFrame, mtimes: dict[str, float | None]) -> pl.DataFrame:
     df = ensure(rows, {"sg_date": pl.String, "sg_time": pl.String, "sg_msec": pl.Int64,
                        "dp_rank": pl.Int64, "tp_rank": pl.Int64})
-    df = df.sort("file", "line", "_row")
     mt = pl.col("file").replace_strict(mtimes, default=None, return_dtype=pl.Float64)
     mt_date = (mt * 1e6).cast(pl.Int64).cast(pl.Datetime("us", "UTC")).dt.strftime("%Y-%m-%d")
     date = pl.coalesce(pl.col("sg_date"), mt_date)

@@ -24,7 +24,6 @@ def prepare(rows: pl.DataFrame, mtimes: dict[str, float | None]) -> pl.DataFrame
     df = ensure(rows, {"v_month": pl.Int64, "v_day": pl.Int64, "v_time": pl.String,
                        "v_year": pl.Int64, "engine_idx": pl.Int64, "wrap_iso": pl.String,
                        "wrap_docker": pl.String})
-    df = df.sort("file", "line", "_row")
     year = pl.coalesce(pl.col("v_year").cast(pl.Int32), year_from_context(df, "v_month", mtimes))
     stamp = pl.concat_str([
         year.cast(pl.String), pl.lit("-"), pl.col("v_month").cast(pl.String).str.zfill(2),
