@@ -8,7 +8,10 @@
 
 from __future__ import annotations
 
+import os
+from collections import deque
 from collections.abc import Callable, Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -124,6 +127,7 @@ class Batch:
     unrecognized: dict[str, pl.DataFrame]
     other: pl.DataFrame  # file, n: lines no engine took
     n_records: int  # rows of the batch after glued records were split
+    first_row: int = 0  # the ``_row`` of its first record
 
     def shift(self, rows: int, lines: int) -> Batch:
         """The same batch with ``_row`` moved by ``rows`` and ``line`` by ``lines``."""
@@ -137,7 +141,7 @@ class Batch:
         return Batch({e: mv(df) for e, df in self.rows.items()},
                      {e: {k: mv(df) for k, df in ks.items()} for e, ks in self.fields.items()},
                      {e: mv(df) for e, df in self.unrecognized.items()}, self.other,
-                     self.n_records)
+                     self.n_records, self.first_row + rows)
 
 
 def lines_frame(raw: pl.Series, file: str, first_line: int = 0,
@@ -173,7 +177,7 @@ def parse_batch(raw: pl.Series, file: str, engines: list[str] | None = None, *,
     if on_lines is not None:
         on_lines(lines)
     out = Batch({}, {}, {}, pl.DataFrame(schema={"file": pl.String, "n": pl.UInt32}),
-                lines.height)
+                lines.height, first_row)
     rest = lines
     for eng in engines:
         if rest.height == 0:
@@ -228,40 +232,61 @@ def read(paths: list[str] | tuple[str, ...] | str, engine: str = "auto", *,
 
 def read_inputs(inputs: Iterable[Input], engine: str = "auto", *,
                 progress: Callable[[int, int | None], None] | None = None,
-                on_lines: Callable[[pl.DataFrame], None] | None = None) -> Logs:
-    """Parse ``inputs`` chunk by chunk with :func:`parse_batch` and :func:`assemble` them."""
+                on_lines: Callable[[pl.DataFrame], None] | None = None,
+                threads: int | None = None) -> Logs:
+    """Parse ``inputs`` chunk by chunk with :func:`parse_batch` and :func:`assemble` them.
+
+    Chunks are parsed by ``threads`` threads (default: one per CPU, at most 4; Polars releases
+    the GIL), at most ``threads + 1`` in flight, so memory stays bounded; with ``on_lines``
+    they are parsed one at a time, in order."""
     if engine != "auto" and engine not in ENGINES:
         raise ValueError(f"unknown engine {engine!r}; choose auto, {', '.join(ENGINES)}")
     engines = available_engines() if engine == "auto" else [engine]
     inputs = list(inputs)
+    if threads is None:
+        threads = min(os.cpu_count() or 1, 4)
+    if on_lines is not None:
+        threads = 1
     files: list[FileStats] = []
     mtimes: dict[str, float | None] = {}
     batches: list[Batch] = []
     sizes = [i.size for i in inputs]
     total = None if None in sizes else sum(s or 0 for s in sizes)
-    done, row = 0, 0
-    for inp in inputs:
-        name = inp.name
-        if name in mtimes:  # the same file twice: keep both, tell them apart
-            name = f"{name}#{len([k for k in mtimes if k.split('#')[0] == inp.name])}"
-        mtimes[name] = inp.mtime
-        fs = FileStats(name)
-        files.append(fs)
-        line = inp.first_line
-        for ch in inp.chunks:
-            if ch.n_lines:
-                raw = pl.Series("raw", [ch.text], dtype=pl.String).str.split("\n").explode()
-                b = parse_batch(raw, name, engines, first_line=line, first_row=row,
-                                on_lines=on_lines)
-                batches.append(b)
-                row += b.n_records
-            line += ch.n_lines
-            fs.lines += ch.n_lines
-            fs.bad_utf8 += ch.bad_utf8
-            fs.capped += ch.capped
-            done += ch.n_bytes
-            if progress is not None:
-                progress(done, total)
+    done = 0
+    pending: deque[Future[Batch]] = deque()
+
+    def finish(fut: Future[Batch]) -> None:
+        b = fut.result()
+        row = batches[-1].first_row + batches[-1].n_records if batches else 0
+        batches.append(b.shift(row, 0))
+
+    def parse(text: str, name: str, line: int) -> Batch:
+        raw = pl.Series("raw", [text], dtype=pl.String).str.split("\n").explode()
+        return parse_batch(raw, name, engines, first_line=line, on_lines=on_lines)
+
+    with ThreadPoolExecutor(max_workers=threads) as pool:
+        for inp in inputs:
+            name = inp.name
+            if name in mtimes:  # the same file twice: keep both, tell them apart
+                name = f"{name}#{len([k for k in mtimes if k.split('#')[0] == inp.name])}"
+            mtimes[name] = inp.mtime
+            fs = FileStats(name)
+            files.append(fs)
+            line = inp.first_line
+            for ch in inp.chunks:
+                if ch.n_lines:
+                    pending.append(pool.submit(parse, ch.text, name, line))
+                    while len(pending) > threads:
+                        finish(pending.popleft())
+                line += ch.n_lines
+                fs.lines += ch.n_lines
+                fs.bad_utf8 += ch.bad_utf8
+                fs.capped += ch.capped
+                done += ch.n_bytes
+                if progress is not None:
+                    progress(done, total)
+        while pending:
+            finish(pending.popleft())
     return assemble(batches, files, mtimes, engines)
 
 
