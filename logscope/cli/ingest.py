@@ -48,6 +48,9 @@ def ingest(paths: tuple[str, ...], out: str | None, dataset: str | None, workers
     DIR/<table>/engine=/host=/date=/ Parquet files; DIR/_manifest.json remembers what was
     read, so running the same command again adds only what is new.
 
+    An ingest longer than about a second shows a progress bar on stderr when stderr is a
+    terminal (not with --dataset); LOGSCOPE_NO_PROGRESS=1 hides it.
+
     Example: logscope ingest server.log --out frames/
 
     Example: logscope ingest 'logs/**/*.log' --dataset ds/
@@ -63,8 +66,12 @@ def ingest(paths: tuple[str, ...], out: str | None, dataset: str | None, workers
         _ingest_dataset(paths, dataset, engine, workers, as_json)
         return
 
+    from .progress import IngestProgress
+
     try:
-        logs = read(list(paths), engine=engine)
+        # the bar is erased when read returns or raises, before any message below
+        with IngestProgress() as progress:
+            logs = read(list(paths), engine=engine, progress=progress)
     except InputError as e:
         click.echo(f"Error: {e}", err=True)
         sys.exit(e.exit_code)
