@@ -128,12 +128,18 @@ def strip_frame(lines, first_row: int = 0):  # noqa: ANN001, ANN201 - polars imp
         .otherwise(raw)
         .alias("_clean")
     )
-    # most logs carry no wrapper: a cheap test on the line start spares the capturing regex
-    maybe_wrapped = pl.col("_clean").str.contains(WRAPPER_HINT)
-    if df.height and df.select(maybe_wrapped.any()).item():
-        wrap = pl.col("_clean").str.extract_groups(WRAPPER + "(?P<_rest>.*)$")
-        df = df.with_columns(wrap.alias("_w")).unnest("_w")
-        df = df.with_columns(pl.coalesce("_rest", "_clean").alias("text")).drop("_rest", "_clean")
+    # most lines carry no wrapper: a cheap test on the line start spares the capturing regex,
+    # which runs on the lines that pass it only
+    hint = df.select(pl.col("_clean").str.contains(WRAPPER_HINT)).to_series()
+    if hint.any():
+        at = hint.arg_true()
+        clean = df.get_column("_clean")
+        wrap = clean.gather(at).str.extract_groups(WRAPPER + "(?P<_rest>.*)$").struct.unnest()
+        cols = [pl.repeat(None, df.height, dtype=pl.String, eager=True).alias(f)
+                .scatter(at, wrap.get_column(f)) for f in WRAPPER_FIELDS]
+        rest = wrap.get_column("_rest")
+        text = clean.scatter(at, rest.fill_null(clean.gather(at))).alias("text")
+        df = df.drop("_clean").with_columns(*cols, text)
     else:
         df = df.with_columns(*[pl.lit(None, pl.String).alias(f) for f in WRAPPER_FIELDS],
                              pl.col("_clean").alias("text")).drop("_clean")
@@ -144,12 +150,10 @@ def strip_frame(lines, first_row: int = 0):  # noqa: ANN001, ANN201 - polars imp
                               .str.split("\n"))
               .explode("text").drop("_row").with_row_index("_row", offset=first_row))
     # llama.cpp era A/C JSON entries: rare, so re-rendered in Python
-    is_json = pl.col("text").str.starts_with("{")
-    if df.select(is_json.any()).item():
-        df = df.with_columns(
-            pl.when(is_json)
-            .then(pl.col("text").map_elements(json_entry_to_text, return_dtype=pl.String))
-            .otherwise(pl.col("text"))
-            .alias("text")
-        )
+    is_json = df.select(pl.col("text").str.starts_with("{")).to_series()
+    if is_json.any():
+        at = is_json.arg_true()
+        text = df.get_column("text")
+        rendered = [json_entry_to_text(t) for t in text.gather(at)]
+        df = df.with_columns(text.scatter(at, pl.Series(rendered, dtype=pl.String)))
     return df

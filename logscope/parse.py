@@ -61,13 +61,24 @@ class Classified:
     rest: pl.DataFrame  # the lines this engine did not take (the input's columns)
 
 
+MATCHED = "__matched"  # an empty group that opens every extracting regex: not null = matched
+
+
+def _matching_regex(v: Variant) -> str:
+    """``v.regex`` with an empty ``MATCHED`` group first, so one ``extract_groups`` pass both
+    selects the matching rows and captures their fields."""
+    return f"^(?P<{MATCHED}>){v.regex[1:]}" if v.regex.startswith("^") else \
+        f"(?P<{MATCHED}>){v.regex}"
+
+
+def _needs_groups(v: Variant) -> bool:
+    return bool(v.fields or v.aliases or v.reps)
+
+
 def _extract(sub: pl.DataFrame, v: Variant) -> pl.DataFrame:
-    """Typed fields of the rows of ``sub`` that match variant ``v`` (all rows do)."""
-    groups = list(v.aliases) + [f for f in v.fields if f not in v.aliases.values()]
-    cols: list[pl.Expr] = []
-    if groups or v.reps:
-        sub = sub.with_columns(pl.col("_body").str.extract_groups(v.regex).alias("_g")).unnest("_g")
+    """Typed fields of the rows of ``sub`` (``_row`` and the regex groups of ``v``)."""
     by_field: dict[str, list[str]] = {}
+    cols: list[pl.Expr] = []
     for g in sub.columns:
         if g in v.fields or g in v.aliases:
             by_field.setdefault(v.aliases.get(g, g), []).append(g)
@@ -92,7 +103,7 @@ def _expand_rep(out: pl.DataFrame, rep: Any) -> pl.DataFrame:
         .with_row_index("_k")
     )
     out = out.drop(rep.group)
-    taken = pl.Series("taken", [False] * items.height, dtype=pl.Boolean)
+    taken = pl.repeat(False, items.height, dtype=pl.Boolean, eager=True)
     got: list[pl.DataFrame] = []
     for mem in rep.members:
         mask = ~taken
@@ -119,11 +130,28 @@ def _expand_rep(out: pl.DataFrame, rep: Any) -> pl.DataFrame:
     return out
 
 
+ENVELOPE = "__envelope"
+BODY_GROUP = "(?P<_body>.*)$"
+
+
+def _prefix_regex(g: CompiledGrammar) -> str:
+    """The envelope regex without its ``_body`` group, the whole envelope captured as
+    ``ENVELOPE``."""
+    rx = g.envelope_regex
+    if not (rx.startswith("^") and rx.endswith(BODY_GROUP)):
+        raise ValueError(f"{g.engine}: envelope regex does not end in {BODY_GROUP}")
+    return f"^(?P<{ENVELOPE}>{rx[1:-len(BODY_GROUP)]})"
+
+
 def classify(lines: pl.DataFrame, g: CompiledGrammar,
              row_fields: tuple[str, ...] = ("slot", "task")) -> Classified:
     """Run one engine grammar over ``lines`` (columns ``_row``, ``text``, ...)."""
-    env = pl.col("text").str.extract_groups(g.envelope_regex)
-    df = lines.with_columns(env.alias("_e")).unnest("_e")
+    df = lines.with_columns(pl.col("text").str.extract_groups(_prefix_regex(g)).alias("_e")
+                            ).unnest("_e")
+    # the body is the text after the envelope: sliced, not captured (a capture of ``.*`` to the
+    # end of every line costs several times the envelope itself)
+    df = df.with_columns(pl.col("text").str.slice(pl.col(ENVELOPE).str.len_chars().fill_null(0))
+                         .alias("_body")).drop(ENVELOPE)
     dups = {c: m.group("field") for c in df.columns
             if (m := _DUP_GROUP.match(c)) and c not in g.envelope_fields
             and m.group("field") in g.envelope_fields}
@@ -135,39 +163,54 @@ def classify(lines: pl.DataFrame, g: CompiledGrammar,
         [cast(pl.col(f), d).alias(f) for f, d in g.envelope_fields.items()]
         + [pl.col("_body").fill_null(pl.col("text"))]
     )
-    # Route each variant's candidates by its literal anchor (one pass per distinct anchor), run
-    # its regex on those rows only, and mark the rows taken; the frame itself is never copied.
+    # Candidates are routed by literal anchor (one pass per distinct anchor); a variant's regex
+    # runs on its candidates only, and extracts as it matches. Taken rows are dropped from the
+    # working frame once they are the majority, so later anchors scan fewer rows.
     small = df.select("_row", "_body").with_row_index("_i")
-    body = small.get_column("_body")
-    taken = pl.Series("taken", [False] * df.height, dtype=pl.Boolean)
+    taken = pl.repeat(False, small.height, dtype=pl.Boolean, eager=True)
+    n_taken = 0
     anchor_masks: dict[str, pl.Series] = {}
     on_row = set(g.envelope_fields) | set(row_fields)
     row_parts: list[pl.DataFrame] = []
     kind_parts: dict[str, list[pl.DataFrame]] = {}
     claimed: list[pl.Series] = []
     for v in g.variants:
+        if n_taken * 2 > small.height:
+            small = small.filter(~taken).drop("_i").with_row_index("_i")
+            taken = pl.repeat(False, small.height, dtype=pl.Boolean, eager=True)
+            n_taken, anchor_masks = 0, {}
+        if small.height == 0:
+            break
         if v.anchor:
             m = anchor_masks.get(v.anchor)
             if m is None:
-                m = anchor_masks[v.anchor] = body.str.contains(v.anchor, literal=True)
+                m = anchor_masks[v.anchor] = small.get_column("_body").str.contains(
+                    v.anchor, literal=True)
             mask = m & ~taken
         else:
             mask = ~taken
         if not mask.any():
             continue
         cand = small.filter(mask)
-        hit = cand.filter(pl.col("_body").str.contains(v.regex))
+        kind = UNRECOGNIZED if v.kind == "claimed" else v.kind
+        fieldless = kind == UNRECOGNIZED or (kind == IGNORED and not on_row & set(v.all_fields))
+        if fieldless or not _needs_groups(v):
+            hit = cand.filter(pl.col("_body").str.contains(v.regex)).drop("_body")
+        else:
+            hit = cand.select("_i", "_row", pl.col("_body").str.extract_groups(
+                _matching_regex(v)).alias("_g")).unnest("_g").filter(
+                pl.col(MATCHED).is_not_null())
         if hit.height == 0:
             continue
         taken = taken.scatter(hit.get_column("_i"), True)
-        kind = UNRECOGNIZED if v.kind == "claimed" else v.kind
+        n_taken += hit.height
         if kind == UNRECOGNIZED:
             claimed.append(hit.get_column("_row"))
-        if kind == UNRECOGNIZED or (kind == IGNORED and not on_row & set(v.all_fields)):
+        if fieldless:
             row_parts.append(hit.select("_row", pl.lit(kind).alias("kind"),
                                         pl.lit(v.name).alias("variant")))
             continue
-        got = _extract(hit.select("_row", "_body"), v)
+        got = _extract(hit, v)
         row_parts.append(got.select("_row", pl.lit(kind).alias("kind"),
                                     pl.lit(v.name).alias("variant"),
                                     *[c for c in got.columns if c in on_row]))
@@ -192,7 +235,9 @@ def classify(lines: pl.DataFrame, g: CompiledGrammar,
     unrec = (pl.DataFrame({"_row": pl.concat(claimed)}).join(
         lines.select("_row", "text"), on="_row") if claimed
         else pl.DataFrame(schema={"_row": pl.UInt32, "text": pl.String}))
-    rest = df.filter(~taken).select(lines.columns)
+    left = small.filter(~taken).get_column("_row") if small.height else small.get_column("_row")
+    rest = (df if left.len() == df.height else df.filter(pl.col("_row").is_in(left.implode())))
+    rest = rest.select(lines.columns)
     return Classified(g.engine, rows, fields, unrec, rest)
 
 
