@@ -176,9 +176,11 @@ def classify(lines: pl.DataFrame, g: CompiledGrammar,
     claimed: list[pl.Series] = []
     for v in g.variants:
         if n_taken * 2 > small.height:
-            small = small.filter(~taken).drop("_i").with_row_index("_i")
+            keep = ~taken
+            small = small.filter(keep).drop("_i").with_row_index("_i")
+            anchor_masks = {a: m.filter(keep) for a, m in anchor_masks.items()}
             taken = pl.repeat(False, small.height, dtype=pl.Boolean, eager=True)
-            n_taken, anchor_masks = 0, {}
+            n_taken = 0
         if small.height == 0:
             break
         if v.anchor:
