@@ -293,42 +293,48 @@ def read_inputs(inputs: Iterable[Input], engine: str = "auto", *,
 def assemble(batches: Iterable[Batch], files: list[FileStats],
              mtimes: dict[str, float | None], engines: list[str]) -> Logs:
     """Join parsed batches (in input order, ``_row`` unique) into the frames of an ingest: the
-    engine models run here, over all of an engine's rows at once."""
+    engine models run here, over all of an engine's rows at once. The batches are consumed
+    (emptied) as their frames move into the tables."""
     batches = list(batches)
     # rows come in input order; the frames are in (file, line) order: the same unless the files
     # were not given in name order (a glob's are)
     names = [f.file for f in files]
     resort = names != sorted(names)
+    counts = _class_counts(batches)
     tables: dict[str, pl.DataFrame] = {}
-    per_engine_rows: list[pl.DataFrame] = []
+    classified: list[pl.DataFrame] = []
     unrec: list[pl.DataFrame] = []
     found: list[str] = []
     for eng in engines:
-        parts = [b.rows[eng] for b in batches if eng in b.rows]
+        parts = [b.rows.pop(eng) for b in batches if eng in b.rows]
         if not parts:
             continue
         rows = pl.concat(parts, how="diagonal_relaxed").with_columns(pl.lit(eng).alias("engine"))
-        un = [b.unrecognized[eng] for b in batches
-              if eng in b.unrecognized and b.unrecognized[eng].height]
+        del parts
+        un = [u for b in batches if (u := b.unrecognized.pop(eng, None)) is not None and u.height]
         if un:
             unrec.append(pl.concat(un).join(rows.select("_row", "file", "line"), on="_row")
                          .with_columns(pl.lit(eng).alias("engine")))
-        if rows.filter(~pl.col("kind").is_in([IGNORED, UNRECOGNIZED])).height == 0:
+        kinds = (rows.get_column("kind").unique() if rows.height
+                 else pl.Series("kind", [], dtype=pl.String))
+        if kinds.is_in([IGNORED, UNRECOGNIZED]).all():
             # only known-ignored or unknown lines of this engine: its log, with no events
-            if rows.filter(pl.col("kind") == IGNORED).height:
+            if (kinds == IGNORED).any():
                 found.append(eng)
-            per_engine_rows.append(rows.with_columns(pl.lit(1, pl.Int32).alias("run")))
+            classified.append(_classified(rows.with_columns(pl.lit(1, pl.Int32).alias("run"))))
             continue
         found.append(eng)
         model = model_for(eng)
         prepared = model.prepare(rows, mtimes)
-        per_engine_rows.append(prepared)
+        del rows
+        classified.append(_classified(prepared))
         own: dict[str, pl.DataFrame] = {}
+        fields_of = [b.fields.pop(eng, {}) for b in batches]
         for kind, fields in _kind_fields(eng).items():
-            fparts = [b.fields[eng][kind] for b in batches
-                      if eng in b.fields and kind in b.fields[eng]]
+            fparts = [f.pop(kind) for f in fields_of if kind in f]
             ftab = pl.concat(fparts, how="diagonal_relaxed") if fparts else None
             own[kind] = _kind_table(prepared, kind, fields, ftab, resort)
+        del prepared, fields_of
         own.update(model.derive(own))
         for name, t in own.items():
             prev = tables.get(name)
@@ -337,27 +343,50 @@ def assemble(batches: Iterable[Batch], files: list[FileStats],
                 if {"file", "line"} <= set(t.columns):
                     t = t.sort("file", "line", maintain_order=True)
             tables[name] = t
-    classified = (pl.concat(per_engine_rows, how="diagonal_relaxed") if per_engine_rows
-                  else pl.DataFrame(schema={"_row": pl.UInt32, "file": pl.String,
-                                            "line": pl.Int64, "engine": pl.String,
-                                            "run": pl.Int32, "kind": pl.String,
-                                            "variant": pl.String}))
-    classified = classified.with_columns(
-        pl.when(pl.col("kind") == IGNORED).then(pl.lit(IGNORED))
-        .when(pl.col("kind") == UNRECOGNIZED).then(pl.lit(UNRECOGNIZED))
-        .otherwise(pl.lit(EVENT)).alias("class"))
+    lines_classified = (pl.concat(classified, how="diagonal_relaxed") if classified
+                        else _classified(pl.DataFrame(schema=CLASSIFIED_SCHEMA)))
     if resort:
-        classified = classified.sort("file", "line", "_row")
-    tables["lines_classified"] = classified.select(
-        [c for c in ("file", "line", "engine", "run", "class", "kind", "variant")
-         if c in classified.columns])
+        lines_classified = lines_classified.sort("file", "line", "_row")
+    tables["lines_classified"] = lines_classified.drop("_row")
     tables["unrecognized"] = _unrecognized(unrec)
-    other = [b.other for b in batches if b.other.height]
-    _fill_stats(files, classified, pl.concat(other) if other else None)
+    _fill_stats(files, counts)
     logs = Logs(tables, files, found)
     if not found and not any(f.unrecognized for f in files):
         raise NoServerLines(logs)
     return logs
+
+
+CLASSIFIED_SCHEMA = {"_row": pl.UInt32, "file": pl.String, "line": pl.Int64, "engine": pl.String,
+                     "run": pl.Int32, "kind": pl.String, "variant": pl.String}
+
+
+def _class_of(kind: pl.Expr) -> pl.Expr:
+    return (pl.when(kind == IGNORED).then(pl.lit(IGNORED))
+            .when(kind == UNRECOGNIZED).then(pl.lit(UNRECOGNIZED))
+            .otherwise(pl.lit(EVENT)))
+
+
+def _classified(rows: pl.DataFrame) -> pl.DataFrame:
+    """The ``lines_classified`` columns of an engine's rows (plus ``_row``, for ordering)."""
+    return rows.select("_row", "file", "line", "engine", pl.col("run").cast(pl.Int32),
+                       _class_of(pl.col("kind")).alias("class"), "kind", "variant")
+
+
+def _class_counts(batches: list[Batch]) -> pl.DataFrame:
+    """Lines per (file, engine, class), and per file the lines no engine took (``other``):
+    counted batch by batch, where the frames are small."""
+    parts = [rows.group_by("file", _class_of(pl.col("kind")).alias("class")).len()
+             .with_columns(pl.lit(eng).alias("engine"))
+             for b in batches for eng, rows in b.rows.items()]
+    parts += [b.other.select("file", pl.lit("other").alias("class"),
+                             pl.col("n").cast(pl.UInt32).alias("len"),
+                             pl.lit(None, pl.String).alias("engine"))
+              for b in batches if b.other.height]
+    if not parts:
+        return pl.DataFrame(schema={"file": pl.String, "class": pl.String, "len": pl.UInt32,
+                                    "engine": pl.String})
+    return pl.concat(parts, how="diagonal_relaxed").group_by("file", "class", "engine").agg(
+        pl.col("len").sum())
 
 
 def _kind_table(rows: pl.DataFrame, kind: str, fields: dict[str, str],
@@ -411,21 +440,16 @@ def _unrecognized(parts: list[pl.DataFrame]) -> pl.DataFrame:
         pl.Series("diagnostic", diags, dtype=pl.String))
 
 
-def _fill_stats(files: list[FileStats], classified: pl.DataFrame,
-                other: pl.DataFrame | None) -> None:
-    if classified.height:
-        per = classified.group_by("file", "class").len()
-        counts = {(f, c): n for f, c, n in per.iter_rows()}
-        eng = classified.filter(pl.col("class") == EVENT).group_by("file").agg(
-            pl.col("engine").unique().sort())
-        engs = {f: e for f, e in eng.iter_rows()}
-    else:
-        counts, engs = {}, {}
-    others = (dict(other.group_by("file").agg(pl.col("n").sum()).iter_rows())
-              if other is not None else {})
+def _fill_stats(files: list[FileStats], counts: pl.DataFrame) -> None:
+    per: dict[tuple[str, str], int] = {}
+    engs: dict[str, set[str]] = {}
+    for f, c, e, n in counts.iter_rows():
+        per[(f, c)] = per.get((f, c), 0) + n
+        if c == EVENT:
+            engs.setdefault(f, set()).add(e)
     for fs in files:
-        fs.events = counts.get((fs.file, EVENT), 0)
-        fs.unrecognized = counts.get((fs.file, UNRECOGNIZED), 0)
-        fs.ignored = counts.get((fs.file, IGNORED), 0) + others.get(fs.file, 0)
-        fs.engines = engs.get(fs.file, [])
+        fs.events = per.get((fs.file, EVENT), 0)
+        fs.unrecognized = per.get((fs.file, UNRECOGNIZED), 0)
+        fs.ignored = per.get((fs.file, IGNORED), 0) + per.get((fs.file, "other"), 0)
+        fs.engines = sorted(engs.get(fs.file, ()))
         fs.records = fs.events + fs.unrecognized + fs.ignored
