@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import polars as pl
 
+WRAP_TS = "wrap_ts"  # the rows' wrapper timestamp (UTC), made from the front end's columns
+WRAP_TS_DTYPE = pl.Datetime("us", "UTC")
+
 
 def wrapper_ts_expr() -> pl.Expr:
     """UTC Datetime from the wrapper columns the front end extracted (journald ISO, docker)."""

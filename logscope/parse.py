@@ -93,37 +93,84 @@ def _extract(sub: pl.DataFrame, v: Variant) -> pl.DataFrame:
     return out
 
 
+def _route(work: pl.DataFrame, rep: Any, keys: list[str]) -> list[tuple[int, pl.DataFrame]]:
+    """The items of ``work`` (``keys`` + ``_it``) by member: (member index, ``keys`` + its typed
+    fields) for each member that takes some. An item belongs to the first member, in grammar
+    order, that matches it whole; taken items leave ``work``, so later members scan what is
+    left (a literal anchor test, then one ``extract_groups`` pass that selects and captures)."""
+    got: list[tuple[int, pl.DataFrame]] = []
+    for i, mem in enumerate(rep.members):
+        if work.height == 0:
+            break
+        mask: pl.Series | None = None
+        n_cand = work.height
+        if mem.anchor:
+            mask = work.get_column("_it").str.contains(mem.anchor, literal=True)
+            n_cand = mask.sum()
+            if n_cand == 0:
+                continue
+        cand = work if n_cand == work.height else work.filter(mask)
+        m = cand.select(*keys, pl.col("_it").str.extract_groups(_matching_regex(mem)).alias("_m"))
+        hit = m.get_column("_m").struct.field(MATCHED).is_not_null()
+        n_hit = hit.sum()
+        if n_hit == 0:
+            continue
+        if n_hit < n_cand:  # the candidates it does not match stay for the next members
+            m = m.filter(hit)
+            if mask is None:
+                mask = pl.repeat(True, work.height, dtype=pl.Boolean, eager=True)
+            mask = mask.scatter(mask.arg_true().filter(~hit), False)
+        work = work.clear() if n_hit == work.height else work.filter(~mask)
+        got.append((i, m.select(*keys, *[cast(pl.col("_m").struct.field(f), d).alias(f)
+                                         for f, d in mem.fields.items()])))
+    return got
+
+
 def _expand_rep(out: pl.DataFrame, rep: Any) -> pl.DataFrame:
     """Key/value family: split the repeated span into items; each item belongs to the first
-    member (in grammar order) that matches it whole, as on the per-line path; one join back."""
+    member (in grammar order) that matches it whole, as on the per-line path; per field, the
+    first non-null value of a row (members in grammar order, then items in line order) wins.
+
+    Which member takes an item and what it extracts depend on the item's text alone, so when
+    texts repeat (the same keys and values line after line) the distinct texts are routed and
+    the result joined back to the items; otherwise the items are routed themselves."""
     items = (
-        out.select(pl.col("_row"), pl.col(rep.group).str.extract_all(rep.item_regex).alias("_it"))
+        out.select(pl.col(rep.group).str.extract_all(rep.item_regex).alias("_it"))
+        .with_row_index("_o")
         .explode("_it")
         .drop_nulls("_it")
-        .with_row_index("_k")
     )
     out = out.drop(rep.group)
-    taken = pl.repeat(False, items.height, dtype=pl.Boolean, eager=True)
-    got: list[pl.DataFrame] = []
-    for mem in rep.members:
-        mask = ~taken
-        if mem.anchor:
-            mask = mask & items.get_column("_it").str.contains(mem.anchor, literal=True)
-        cand = items.filter(mask)
-        hit = cand.filter(pl.col("_it").str.contains(mem.regex))
-        if hit.height == 0:
-            continue
-        taken = taken.scatter(hit.get_column("_k"), True)
-        got.append(hit.with_columns(pl.col("_it").str.extract_groups(mem.regex).alias("_m"))
-                   .unnest("_m")
-                   .select("_row", *[cast(pl.col(f), d).alias(f) for f, d in mem.fields.items()]))
+    uniq = items.select(pl.col("_it").unique())
+    by_text = uniq.height * 2 <= items.height
+    got = _route(uniq, rep, ["_it"]) if by_text else _route(items, rep, ["_o"])
     if not got:
         return out
-    fields = (pl.concat(got, how="diagonal_relaxed").group_by("_row")
-              .agg(pl.all().drop_nulls().first()))
-    clash = [f for f in fields.columns if f != "_row" and f in out.columns]
+    # a field several members give is kept per member until the first non-null is taken, so
+    # that the member first in grammar order wins, whatever the order of the items
+    schema = pl.concat([p.clear() for _, p in got], how="diagonal_relaxed").schema
+    names = [f for f in schema if f not in ("_it", "_o")]
+    givers: dict[str, list[int]] = {}
+    for i, p in got:
+        for f in p.columns[1:]:
+            givers.setdefault(f, []).append(i)
+    split = {f for f, g in givers.items() if len(g) > 1}
+    if split:
+        got = [(i, p.select(p.columns[0], *[
+            pl.col(f).cast(schema[f]).alias(f"{f}\x00{i}") if f in split else pl.col(f)
+            for f in p.columns[1:]])) for i, p in got]
+    table = pl.concat([p for _, p in got], how="diagonal_relaxed")
+    if by_text:
+        table = items.join(table, on="_it", how="inner", maintain_order="left").drop("_it")
+    fields = table.group_by("_o").agg(pl.all().drop_nulls().first())
+    if split:
+        fields = fields.with_columns(pl.coalesce(f"{f}\x00{i}" for i in givers[f]).alias(f)
+                                     for f in split)
+    fields = fields.select("_o", *names)
+    clash = [f for f in names if f in out.columns]
     fields = fields.rename({f: f"{f}__m" for f in clash})
-    out = out.join(fields, on="_row", how="left")
+    out = (out.with_row_index("_o").join(fields, on="_o", how="left", maintain_order="left")
+           .drop("_o"))
     if clash:
         out = out.with_columns([pl.coalesce(f, f"{f}__m").alias(f) for f in clash]).drop(
             [f"{f}__m" for f in clash])

@@ -136,11 +136,10 @@ def anchor_clock(df: pl.DataFrame, mtime: dict[str, float | None]) -> pl.DataFra
     * ``wrapper``: journald / docker timestamp of that line — exact for the wrapper.
     * ``anchored:wrapper`` / ``anchored:mtime``: relative clock + an anchor — inferred.
     """
-    from .. import clock
+    from ..clock import WRAP_TS, WRAP_TS_DTYPE
 
     grp = ["file", "_port", "run"]
-    wrap_ts = clock.wrapper_ts_expr()
-    df = df.with_columns(wrap_ts.alias("_wts"))
+    df = _ensure(df, {WRAP_TS: WRAP_TS_DTYPE}).rename({WRAP_TS: "_wts"})
     # anchor per run: min(wrapper - t_rel) (as klif does); else the file mtime minus last t_rel
     df = df.with_columns(
         (pl.col("_wts").cast(pl.Int64) / 1e6 - pl.col("t_rel")).min().over(grp).alias("_a_wrap"),

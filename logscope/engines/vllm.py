@@ -16,21 +16,22 @@ from __future__ import annotations
 
 import polars as pl
 
+from ..clock import WRAP_TS, WRAP_TS_DTYPE
 from . import Model
 from .windows import BASIS_WINDOW, ensure, runs_from_config, year_from_context
 
 
 def prepare(rows: pl.DataFrame, mtimes: dict[str, float | None]) -> pl.DataFrame:
     df = ensure(rows, {"v_month": pl.Int64, "v_day": pl.Int64, "v_time": pl.String,
-                       "v_year": pl.Int64, "engine_idx": pl.Int64, "wrap_iso": pl.String,
-                       "wrap_docker": pl.String})
+                       "v_year": pl.Int64, "engine_idx": pl.Int64,
+                       WRAP_TS: WRAP_TS_DTYPE})
     year = pl.coalesce(pl.col("v_year").cast(pl.Int32), year_from_context(df, "v_month", mtimes))
     stamp = pl.concat_str([
         year.cast(pl.String), pl.lit("-"), pl.col("v_month").cast(pl.String).str.zfill(2),
         pl.lit("-"), pl.col("v_day").cast(pl.String).str.zfill(2), pl.lit(" "), pl.col("v_time")])
     ts = stamp.str.to_datetime("%Y-%m-%d %H:%M:%S%.f", strict=False, time_unit="us") \
         .dt.replace_time_zone("UTC")
-    has_wrap = pl.col("wrap_iso").is_not_null() | pl.col("wrap_docker").is_not_null()
+    has_wrap = pl.col(WRAP_TS).is_not_null()
     df = df.with_columns(
         ts.alias("ts"),
         pl.when(pl.col("v_month").is_null()).then(None)

@@ -40,5 +40,5 @@ def year_from_context(df: pl.DataFrame, month: str, mtimes: dict[str, float | No
     last_month = m.drop_nulls().last().over(grp)
     year_last = mt_dt.dt.year() - (last_month > mt_dt.dt.month()).cast(pl.Int32)
     inferred = (year_last - (total - rolls)).cast(pl.Int32)
-    wrap_year = clock.wrapper_ts_expr().dt.year().cast(pl.Int32)
+    wrap_year = pl.col(clock.WRAP_TS).dt.year().cast(pl.Int32)
     return pl.coalesce(wrap_year, inferred)
