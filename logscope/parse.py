@@ -245,6 +245,13 @@ def classify(lines: pl.DataFrame, g: CompiledGrammar,
         fieldless = kind == UNRECOGNIZED or (kind == IGNORED and not on_row & set(v.all_fields))
         if fieldless or not _needs_groups(v):
             hit = cand.filter(pl.col("_body").str.contains(v.regex)).drop("_body")
+        elif v.reps and (uniq := cand.select(pl.col("_body").unique())).height * 2 <= cand.height:
+            # a key/value line (long, its regex slow to capture) repeated word for word: what it
+            # extracts depends on its body alone, so each distinct body is captured once
+            hit = cand.join(uniq.with_columns(pl.col("_body").str.extract_groups(
+                _matching_regex(v)).alias("_g")).unnest("_g").filter(
+                pl.col(MATCHED).is_not_null()), on="_body", how="inner",
+                maintain_order="left").drop("_body")
         else:
             hit = cand.select("_i", "_row", pl.col("_body").str.extract_groups(
                 _matching_regex(v)).alias("_g")).unnest("_g").filter(
