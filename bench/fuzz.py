@@ -2,6 +2,7 @@
 
     python bench/fuzz.py                      # 1,000,000 lines, batches of 20,000, seed 7
     python bench/fuzz.py --lines 200000 --seed 3 --batch 10000 --timeout 120
+    python bench/fuzz.py --lines 200000 --chunk-bytes 65536   # + block-size independence
 
 Lines come from the real llama-server runs (``fixtures/llama-server/corpus/*.log``) and every
 other fixture log (llama-server eras, SGLang, vLLM), shuffled, and about half of them mutated
@@ -74,20 +75,29 @@ def make_batch(rnd: random.Random, pool: list[bytes], n: int, n_huge: int,
     return b"\n".join(lines) + (b"\n" if rnd.random() < 0.8 else b"")
 
 
-def run_batch(path: str, expect: int) -> tuple[str, str]:
-    """In the worker: ('ok' | 'fail', detail)."""
-    import logscope
-    from logscope.ingest import NoServerLines
+def run_batch(path: str, expect: int, chunk_bytes: int = 0) -> tuple[str, str]:
+    """In the worker: ('ok' | 'fail', detail). With ``chunk_bytes``, the file is also read in
+    blocks of that size (many blocks, threads), and the two summaries must be equal."""
+    from logscope.ingest import NoServerLines, read
     from logscope.sources import InputError
+
+    def summary(**kw: int) -> dict:
+        try:
+            logs = read(path, **kw)
+        except NoServerLines as e:
+            logs = e.args[0]
+        return logs.summary()
 
     try:
         try:
-            logs = logscope.read(path)
-        except NoServerLines as e:
-            logs = e.args[0]
+            s = summary()
         except InputError as e:
             return "ok", f"InputError: {e}"
-        s = logs.summary()
+        if chunk_bytes:
+            small = summary(chunk_bytes=chunk_bytes)
+            if small != s:
+                diff = {k: (s[k], small[k]) for k in s if s[k] != small.get(k)}
+                return "fail", f"chunk_bytes={chunk_bytes} changes the summary: {str(diff)[:300]}"
         total = sum(s["events"].values()) + s["ignored"] + s["unrecognized"]
         records = s.get("records", s["lines"])  # > lines where glued vLLM records were split
         if s["lines"] != expect:
@@ -118,6 +128,8 @@ def main() -> int:
     ap.add_argument("--timeout", type=float, default=180.0, help="seconds per batch (= a hang)")
     ap.add_argument("--huge-every", type=int, default=5, help="a 10 MB line every N batches")
     ap.add_argument("--keep", default="bench/fuzz-failures", help="where failing batches go")
+    ap.add_argument("--chunk-bytes", type=int, default=0,
+                    help="also read each batch in blocks of this many bytes and compare")
     ap.add_argument("--without", default="", help=f"mutations left out, comma-separated, of: "
                     f"{', '.join(MUTATIONS)}")
     args = ap.parse_args()
@@ -146,8 +158,8 @@ def main() -> int:
             del data
             t = time.perf_counter()
             try:
-                status, detail = worker.apply_async(run_batch, (str(path), expect)).get(
-                    args.timeout)
+                job = worker.apply_async(run_batch, (str(path), expect, args.chunk_bytes))
+                status, detail = job.get(args.timeout)
             except mp.TimeoutError:
                 status, detail = "hang", f"no result after {args.timeout:.0f} s"
                 worker.terminate()
