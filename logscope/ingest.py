@@ -18,7 +18,7 @@ from typing import Any
 import polars as pl
 
 from . import clock, sources
-from .engines import model_for
+from .engines import Fields, Stream, drop_temp, model_for
 from .frontend import WRAPPER_FIELDS, strip_frame
 from .grammar import ENGINES, available_engines, load_grammar
 from .parse import DTYPES, EVENT, IGNORED, UNRECOGNIZED, classify
@@ -245,10 +245,11 @@ def read_inputs(inputs: Iterable[Input], engine: str = "auto", *,
                 progress: Callable[[int, int | None], None] | None = None,
                 on_lines: Callable[[pl.DataFrame], None] | None = None,
                 threads: int | None = None) -> Logs:
-    """Parse ``inputs`` chunk by chunk with :func:`parse_batch` and :func:`assemble` them.
+    """Parse ``inputs`` chunk by chunk with :func:`parse_batch` and assemble them as they come.
 
     Chunks are parsed by ``threads`` threads (default: one per CPU, at most 4; Polars releases
-    the GIL), at most ``threads + 1`` in flight, so memory stays bounded; with ``on_lines``
+    the GIL), at most ``threads + 1`` in flight, and each parsed batch goes through the engine
+    models at once (:class:`Assembler`), so the working memory stays bounded; with ``on_lines``
     they are parsed one at a time, in order."""
     if engine != "auto" and engine not in ENGINES:
         raise ValueError(f"unknown engine {engine!r}; choose auto, {', '.join(ENGINES)}")
@@ -260,16 +261,11 @@ def read_inputs(inputs: Iterable[Input], engine: str = "auto", *,
         threads = 1
     files: list[FileStats] = []
     mtimes: dict[str, float | None] = {}
-    batches: list[Batch] = []
+    asm = Assembler(engines, mtimes)
     sizes = [i.size for i in inputs]
     total = None if None in sizes else sum(s or 0 for s in sizes)
     done = 0
     pending: deque[Future[Batch]] = deque()
-
-    def finish(fut: Future[Batch]) -> None:
-        b = fut.result()
-        row = batches[-1].first_row + batches[-1].n_records if batches else 0
-        batches.append(b.shift(row, 0))
 
     def parse(text: str, name: str, line: int) -> Batch:
         raw = pl.Series("raw", [text], dtype=pl.String).str.split("\n").explode()
@@ -288,7 +284,7 @@ def read_inputs(inputs: Iterable[Input], engine: str = "auto", *,
                 if ch.n_lines:
                     pending.append(pool.submit(parse, ch.text, name, line))
                     while len(pending) > threads:
-                        finish(pending.popleft())
+                        asm.add(pending.popleft().result())
                 line += ch.n_lines
                 fs.lines += ch.n_lines
                 fs.bad_utf8 += ch.bad_utf8
@@ -297,74 +293,143 @@ def read_inputs(inputs: Iterable[Input], engine: str = "auto", *,
                 if progress is not None:
                     progress(done, total)
         while pending:
-            finish(pending.popleft())
-    return assemble(batches, files, mtimes, engines)
+            asm.add(pending.popleft().result())
+    return asm.result(files)
 
 
 def assemble(batches: Iterable[Batch], files: list[FileStats],
              mtimes: dict[str, float | None], engines: list[str]) -> Logs:
-    """Join parsed batches (in input order, ``_row`` unique) into the frames of an ingest: the
-    engine models run here, over all of an engine's rows at once. The batches are consumed
-    (emptied) as their frames move into the tables."""
-    batches = list(batches)
-    # rows come in input order; the frames are in (file, line) order: the same unless the files
-    # were not given in name order (a glob's are)
-    names = [f.file for f in files]
-    resort = names != sorted(names)
-    counts = _class_counts(batches)
-    tables: dict[str, pl.DataFrame] = {}
-    classified: list[pl.DataFrame] = []
-    unrec: list[pl.DataFrame] = []
-    found: list[str] = []
-    for eng in engines:
-        parts = [b.rows.pop(eng) for b in batches if eng in b.rows]
-        if not parts:
-            continue
-        rows = pl.concat(parts, how="diagonal_relaxed").with_columns(pl.lit(eng).alias("engine"))
-        del parts
-        un = [u for b in batches if (u := b.unrecognized.pop(eng, None)) is not None and u.height]
-        if un:
-            unrec.append(pl.concat(un).join(rows.select("_row", "file", "line"), on="_row")
-                         .with_columns(pl.lit(eng).alias("engine")))
-        kinds = (rows.get_column("kind").unique() if rows.height
-                 else pl.Series("kind", [], dtype=pl.String))
-        if kinds.is_in([IGNORED, UNRECOGNIZED]).all():
-            # only known-ignored or unknown lines of this engine: its log, with no events
-            if (kinds == IGNORED).any():
-                found.append(eng)
-            classified.append(_classified(rows.with_columns(pl.lit(1, pl.Int32).alias("run"))))
-            continue
-        found.append(eng)
-        model = model_for(eng)
-        prepared = model.prepare(rows, mtimes)
-        del rows
-        classified.append(_classified(prepared))
-        own: dict[str, pl.DataFrame] = {}
-        fields_of = [b.fields.pop(eng, {}) for b in batches]
-        for kind, fields in _kind_fields(eng).items():
-            fparts = [f.pop(kind) for f in fields_of if kind in f]
-            ftab = pl.concat(fparts, how="diagonal_relaxed") if fparts else None
-            own[kind] = _kind_table(prepared, kind, fields, ftab, resort)
-        del prepared, fields_of
-        own.update(model.derive(own))
-        for name, t in own.items():
-            prev = tables.get(name)
-            if prev is not None and prev.height:
-                t = pl.concat([prev, t], how="diagonal_relaxed")
-                if {"file", "line"} <= set(t.columns):
-                    t = t.sort("file", "line", maintain_order=True)
-            tables[name] = t
-    lines_classified = (pl.concat(classified, how="diagonal_relaxed") if classified
-                        else _classified(pl.DataFrame(schema=CLASSIFIED_SCHEMA)))
-    if resort:
-        lines_classified = lines_classified.sort("file", "line", "_row")
-    tables["lines_classified"] = lines_classified.drop("_row")
-    tables["unrecognized"] = _unrecognized(unrec)
-    _fill_stats(files, counts)
-    logs = Logs(tables, files, found)
-    if not found and not any(f.unrecognized for f in files):
-        raise NoServerLines(logs)
-    return logs
+    """The frames of an ingest from its parsed batches, in input order (e.g. from Dask)."""
+    asm = Assembler(engines, mtimes)
+    for b in batches:
+        asm.add(b)
+    return asm.result(files)
+
+
+class Assembler:
+    """Batches in, frames out: each batch's rows go through their engine's model stream at once
+    and land in per-kind parts; only the parts (the output) and the streams' small state grow.
+    ``add`` renumbers ``_row`` so that batches parsed on their own follow each other."""
+
+    def __init__(self, engines: list[str], mtimes: dict[str, float | None]) -> None:
+        self.engines = engines
+        self.mtimes = mtimes
+        self.streams: dict[str, Stream] = {}
+        self.schemas: dict[str, pl.Schema] = {}
+        self.parts: dict[str, dict[str, list[pl.DataFrame]]] = {}
+        self.classified: list[pl.DataFrame] = []
+        self.unrecognized: list[pl.DataFrame] = []
+        self.counts: list[pl.DataFrame] = []
+        self.with_events: set[str] = set()
+        self.with_ignored: set[str] = set()
+        self.next_row = 0
+
+    def add(self, batch: Batch) -> None:
+        b = batch.shift(self.next_row - batch.first_row, 0)
+        self.next_row += b.n_records
+        self.counts.append(_class_counts([b]))
+        for eng in self.engines:
+            rows = b.rows.get(eng)
+            if rows is None:
+                continue
+            rows = rows.with_columns(pl.lit(eng).alias("engine"))
+            un = b.unrecognized.get(eng)
+            if un is not None and un.height:
+                self.unrecognized.append(
+                    un.join(rows.select("_row", "file", "line"), on="_row")
+                    .with_columns(pl.lit(eng).alias("engine")))
+            kinds = rows.get_column("kind")
+            if (~kinds.is_in([IGNORED, UNRECOGNIZED])).any():
+                self.with_events.add(eng)
+            elif (kinds == IGNORED).any():
+                self.with_ignored.add(eng)
+            if eng not in self.streams:
+                self.streams[eng] = model_for(eng).stream(self.mtimes)
+            self._emit(eng, *self.streams[eng].step(rows, b.fields.get(eng, {})))
+
+    def _emit(self, eng: str, rows: pl.DataFrame | None, fields: Fields) -> None:
+        if rows is None or not rows.height:
+            return
+        self.schemas.setdefault(eng, rows.schema)
+        self.classified.append(_classified(rows))
+        temp = self.streams[eng].temp_columns
+        kinds = _kind_fields(eng)
+        parts = self.parts.setdefault(eng, {})
+        for (kind,), sub in rows.partition_by("kind", as_dict=True).items():
+            if kind in kinds:
+                parts.setdefault(kind, []).append(
+                    _kind_table(sub, kinds[kind], fields.get(kind), temp))
+
+    def result(self, files: list[FileStats]) -> Logs:
+        for eng, stream in self.streams.items():
+            self._emit(eng, *stream.flush())
+        # rows come in input order; the frames are in (file, line) order: the same unless the
+        # files were not given in name order (a glob's are)
+        names = [f.file for f in files]
+        resort = names != sorted(names)
+        tables: dict[str, pl.DataFrame] = {}
+        found: list[str] = []
+        for eng in self.engines:
+            if eng not in self.streams:
+                continue
+            if eng not in self.with_events:
+                # only known-ignored or unknown lines of this engine: its log, with no events
+                if eng in self.with_ignored:
+                    found.append(eng)
+                continue
+            found.append(eng)
+            stream = self.streams[eng]
+            parts = self.parts.pop(eng, {})
+            own: dict[str, pl.DataFrame] = {}
+            for kind, fields in _kind_fields(eng).items():
+                ps = parts.pop(kind, None) or [_kind_table(
+                    pl.DataFrame(schema=self.schemas[eng]), fields, None, stream.temp_columns)]
+                t = _stack(ps)
+                if resort:
+                    t = t.sort("file", "line", "_row")
+                own[kind] = t.drop("_row").drop(
+                    [c for c in MODEL_COLUMNS if c in t.columns
+                     and t.get_column(c).null_count() == t.height])
+            own = drop_temp({**own, **stream.finish(own)}, stream.temp_columns)
+            for name, t in own.items():
+                prev = tables.get(name)
+                if prev is not None and prev.height:
+                    t = pl.concat([prev, t], how="diagonal_relaxed")
+                    if {"file", "line"} <= set(t.columns):
+                        t = t.sort("file", "line", maintain_order=True)
+                tables[name] = t
+        no_events = [e for e in self.streams if e not in self.with_events]
+        lines = (_stack(self.classified) if self.classified
+                 else _classified(pl.DataFrame(schema=CLASSIFIED_SCHEMA)))
+        self.classified = []
+        if no_events:  # one run per file, as no model ran for it
+            lines = lines.with_columns(pl.when(pl.col("engine").is_in(no_events))
+                                       .then(pl.lit(1, pl.Int32)).otherwise(pl.col("run"))
+                                       .alias("run"))
+        # the engines' parts follow each other, as the engines are tried in turn
+        if resort or len(self.streams) > 1:
+            order = {e: i for i, e in enumerate(self.engines)}
+            lines = lines.sort(pl.col("engine").replace_strict(order, return_dtype=pl.Int32),
+                               "file", "line", "_row")
+        tables["lines_classified"] = lines.drop("_row")
+        tables["unrecognized"] = _unrecognized(self.unrecognized)
+        counts = (pl.concat(self.counts) if self.counts else _class_counts([]))
+        _fill_stats(files, counts)
+        logs = Logs(tables, files, found)
+        if not found and not any(f.unrecognized for f in files):
+            raise NoServerLines(logs)
+        return logs
+
+
+def _stack(parts: list[pl.DataFrame]) -> pl.DataFrame:
+    """Parts of one table, one after the other, without copying them into one chunk (the
+    parts of a kind share a schema; should one differ, it is widened)."""
+    if len(parts) == 1:
+        return parts[0]
+    try:
+        return pl.concat(parts, how="vertical", rechunk=False)
+    except (pl.exceptions.SchemaError, pl.exceptions.ShapeError):
+        return pl.concat(parts, how="diagonal_relaxed", rechunk=False)
 
 
 CLASSIFIED_SCHEMA = {"_row": pl.UInt32, "file": pl.String, "line": pl.Int64, "engine": pl.String,
@@ -400,35 +465,30 @@ def _class_counts(batches: list[Batch]) -> pl.DataFrame:
         pl.col("len").sum())
 
 
-def _kind_table(rows: pl.DataFrame, kind: str, fields: dict[str, str],
-                own: pl.DataFrame | None, resort: bool = False) -> pl.DataFrame:
-    """The table of one event kind: its rows' common columns and the kind's fields (``own``,
-    keyed by ``_row``)."""
-    sub = rows.filter(pl.col("kind") == kind)
+def _kind_table(rows: pl.DataFrame, fields: dict[str, str], own: pl.DataFrame | None,
+                temp: tuple[str, ...] = ()) -> pl.DataFrame:
+    """The rows of one event kind as its table: the common columns, the model's, the kind's
+    fields (``own``, keyed by ``_row``), then ``_row`` and the model's temporary columns."""
     if own is not None:
-        sub = sub.join(own, on="_row", how="left", maintain_order="left")
-    if resort:
-        sub = sub.sort("file", "line", "_row")
+        rows = rows.join(own, on="_row", how="left", maintain_order="left")
     cols = []
     for c in COMMON_COLUMNS:
-        if c in sub.columns:
+        if c in rows.columns:
             cols.append(pl.col(c))
         else:
             cols.append(pl.lit(None).alias(c))
-    for c in MODEL_COLUMNS:
-        if c in sub.columns and sub.get_column(c).null_count() < sub.height:
-            cols.append(pl.col(c))
+    cols += [pl.col(c) for c in MODEL_COLUMNS if c in rows.columns]
     for f, d in fields.items():
         if f in COMMON_COLUMNS or f in MODEL_COLUMNS:
             continue
-        cols.append(pl.col(f).cast(DTYPES[d]) if f in sub.columns
+        cols.append(pl.col(f).cast(DTYPES[d]) if f in rows.columns
                     else pl.lit(None, dtype=DTYPES[d]).alias(f))
-    table = sub.select(cols).with_columns(
+    cols += [pl.col("_row"), *[pl.col(c) for c in temp if c in rows.columns]]
+    return rows.select(cols).with_columns(
         pl.col("slot").cast(pl.Int64), pl.col("task").cast(pl.Int64),
         pl.col("run").cast(pl.Int32), pl.col("ts").cast(pl.Datetime("us", "UTC")),
         pl.col("t_rel").cast(pl.Float64), pl.col("ts_inferred").cast(pl.Boolean),
         pl.col("ts_source").cast(pl.String), pl.col("level").cast(pl.String))
-    return table
 
 
 def _unrecognized(parts: list[pl.DataFrame]) -> pl.DataFrame:

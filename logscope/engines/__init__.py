@@ -1,45 +1,60 @@
-"""Engine models: turn one engine's classified rows into its frames.
+"""Engine models: turn one engine's classified rows into its frames, batch by batch.
 
-A model has three parts:
+The parsing core hands each engine its rows one batch (about 16 MiB of log) at a time, in input
+order, so the working memory does not grow with the log: a model is a *stream* that carries,
+from one batch to the next, only the small state its window computations need (the last
+continuation header of each file, the run counters, the last task launched on each slot...).
 
-* ``row_fields``: the body fields it needs on every row, whatever the kind (``slot``,
-  ``task``...); ``parse.classify`` keeps them in the narrow rows frame, every other field stays
-  in its kind's own frame;
-* ``prepare(rows, mtimes) -> rows``: over every row the engine's grammar took (events, ignored
-  and unrecognized lines, with ``kind``/``variant``, envelope and row fields), in input order
-  (``_row``; so each file's rows are in line order): runs, clocks, continuation lines,
-  ``basis``... It must keep that order (it is never re-sorted: a sort would copy every row);
-* ``derive(tables) -> tables``: from the engine's finished per-kind tables, the derived tables
-  (``requests``) and any table it rewrites.
+* ``Model.row_fields``: the body fields the model needs on every row, whatever the kind
+  (``slot``, ``task``...); ``parse.classify`` keeps them in the narrow rows frame, every other
+  field stays in its kind's own frame (``fields``).
+* ``Stream.step(rows, fields) -> (rows, fields)``: one batch of the engine's rows (events,
+  ignored and unrecognized lines, with ``kind``/``variant``, envelope and row fields) in input
+  order, with its kinds' field frames; adds ``run``, ``t_rel``, ``slot``, ``basis``... It may
+  hold rows back until a later batch decides them (then their fields too), as long as what it
+  holds stays small; ``flush()`` returns what is held at the end.
+* ``Stream.temp_columns``: columns the kind tables keep until ``finish`` (e.g. what a clock
+  anchored on a whole server run needs); ``finish(tables) -> tables`` gets the engine's
+  finished per-kind tables and returns the tables it rewrites (``ts`` once every run is seen)
+  or derives (``requests``). ``ts``/``ts_source``/``ts_inferred`` may be filled there.
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import polars as pl
 
 Tables = dict[str, pl.DataFrame]
+Fields = dict[str, pl.DataFrame]
 
 
-def _no_tables(tables: Tables) -> Tables:
-    return {}
+class Stream:
+    """The default model: rows as they are, one run per file."""
 
+    temp_columns: tuple[str, ...] = ()
 
-def _one_run(rows: pl.DataFrame, mtimes: dict[str, float | None]) -> pl.DataFrame:
-    return rows.with_columns(pl.lit(1, pl.Int32).alias("run"))
+    def __init__(self, mtimes: dict[str, float | None]) -> None:
+        self.mtimes = mtimes
+
+    def step(self, rows: pl.DataFrame, fields: Fields) -> tuple[pl.DataFrame, Fields]:
+        return rows.with_columns(pl.lit(1, pl.Int32).alias("run")), fields
+
+    def flush(self) -> tuple[pl.DataFrame | None, Fields]:
+        return None, {}
+
+    def finish(self, tables: Tables) -> Tables:
+        return {}
 
 
 @dataclass(frozen=True)
 class Model:
-    prepare: Callable[[pl.DataFrame, dict[str, float | None]], pl.DataFrame] = _one_run
-    derive: Callable[[Tables], Tables] = _no_tables
-    row_fields: tuple[str, ...] = ("slot", "task")
+    stream: type[Stream] = Stream
+    row_fields: tuple[str, ...] = field(default=("slot", "task"))
 
 
-GENERIC = Model()  # engines without a dedicated model yet: rows as they are, one run per file
+GENERIC = Model()
 
 
 def model_for(engine: str) -> Model:
@@ -48,3 +63,37 @@ def model_for(engine: str) -> Model:
     except ImportError:
         return GENERIC
     return getattr(mod, "MODEL", GENERIC)
+
+
+class State:
+    """Per-group values carried from one batch to the next (a small frame keyed by ``keys``)."""
+
+    def __init__(self, keys: list[str], schema: dict[str, pl.DataType]) -> None:
+        self.keys = keys
+        self.frame = pl.DataFrame(schema=schema)
+
+    def attach(self, df: pl.DataFrame) -> pl.DataFrame:
+        """``df`` with the carried values of its rows' groups (null where none yet)."""
+        vals = [c for c in self.frame.columns if c not in self.keys]
+        if not self.frame.height:
+            return df.with_columns(pl.lit(None, self.frame.schema[c]).alias(c) for c in vals)
+        return df.join(self.frame, on=self.keys, how="left", nulls_equal=True,
+                       maintain_order="left")
+
+    def update(self, new: pl.DataFrame) -> None:
+        """Replace the values of the groups in ``new`` (one row per group); keep the others."""
+        new = new.select(self.frame.columns).cast(self.frame.schema)
+        if self.frame.height:
+            old = self.frame.join(new.select(self.keys), on=self.keys, how="anti",
+                                  nulls_equal=True)
+            new = pl.concat([old, new])
+        self.frame = new
+
+
+def last_per_group(df: pl.DataFrame, keys: list[str], exprs: list[pl.Expr]) -> pl.DataFrame:
+    """One row per group of ``df``: the given expressions' last values."""
+    return df.group_by(keys, maintain_order=True).agg(exprs)
+
+
+def drop_temp(tables: Tables, temp: tuple[str, ...]) -> Tables:
+    return {k: t.drop([c for c in temp if c in t.columns]) for k, t in tables.items()}

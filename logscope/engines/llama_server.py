@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import polars as pl
 
-from . import Model
+from ..clock import WRAP_TS, WRAP_TS_DTYPE
+from . import Fields, Model, State, Stream, Tables, drop_temp, last_per_group
 
 # kinds whose lines may come without a slot header: the continuation lines of a multi-line
 # summary entry (b3761–b9229) and the era A/B print_timings block
@@ -27,13 +28,17 @@ TICK_DTYPE = pl.List(pl.Struct({"t_rel": pl.Float64, "n_processed": pl.Int64, "n
 
 
 def _t_rel() -> pl.Expr:
+    """Seconds since the server started, from ``M.SS.mmm.uuu``: whole microseconds, written as
+    a decimal and parsed, so the value is the double nearest to the printed time whatever way
+    Polars evaluates it (its vectorised scalar division can round differently)."""
     parts = pl.col("ts_rel").str.split(".")
-    return (
-        parts.list.get(0, null_on_oob=True).cast(pl.Float64, strict=False) * 60
-        + parts.list.get(1, null_on_oob=True).cast(pl.Float64, strict=False)
-        + parts.list.get(2, null_on_oob=True).cast(pl.Float64, strict=False) / 1e3
-        + parts.list.get(3, null_on_oob=True).cast(pl.Float64, strict=False) / 1e6
-    )
+
+    def part(i: int) -> pl.Expr:
+        return parts.list.get(i, null_on_oob=True).cast(pl.Int64, strict=False)
+
+    us = (part(0) * 60 + part(1)) * 1_000_000 + part(2) * 1_000 + part(3)
+    return pl.concat_str((us // 1_000_000).cast(pl.String), pl.lit("."),
+                         (us % 1_000_000).cast(pl.String).str.zfill(6)).cast(pl.Float64)
 
 
 def _ensure(df: pl.DataFrame, cols: dict[str, pl.DataType]) -> pl.DataFrame:
@@ -41,156 +46,265 @@ def _ensure(df: pl.DataFrame, cols: dict[str, pl.DataType]) -> pl.DataFrame:
     return df.with_columns(missing) if missing else df
 
 
-def attach_continuations(df: pl.DataFrame) -> pl.DataFrame:
-    """Give continuation lines the slot, task and clock of their entry's header line.
+GRP = ["file", "_port"]
+IS_CONT = pl.col("variant").is_in(CONTINUATION_VARIANTS)
+ORPHAN_BLOCK_START = ("prompt_eval_b1413", "prompt_eval_a")
+ERA_A = ("prompt_eval_a", "eval_a", "total_a")
+ERA_B_TASKLESS = ("release", "prompt_eval", "eval", "total", "cache_trim", "context_shift")
+REQUEST_KINDS = ("task_launch", "release", "prompt_eval", "slot_select")
+MAX_HELD_ROWS = 100_000  # an era A/B timing block waits at most this long for its release line
 
-    A continuation belongs to the header immediately before it in the same file and router
-    port (only other continuation lines may stand between). Era A/B ``print_timings`` blocks
-    have no header: they take the slot of the release line that follows (era B prints
-    ``slot N released`` right after the block).
+
+class LlamaStream(Stream):
+    """llama-server's model, one batch at a time.
+
+    * Continuation lines take the slot, task and clock of their entry's header: the last
+      non-continuation row before them in the same file and router port (only other
+      continuation lines may stand between), carried across batches.
+    * Era A/B ``print_timings`` blocks have no header: they take the slot (and task) of the
+      release line that follows in the same file and port before the next block starts (era B
+      prints ``slot N released`` right after the block; era A prints none). A block at the end
+      of a batch waits for the next batch (at most ``MAX_HELD_ROWS`` rows).
+    * Era A numbers its blocks as tasks; era B's release and timing lines take the last task
+      launched on their slot.
+    * Runs: a new run starts where the relative clock goes back by more than
+      ``CLOCK_BACKSTEP_S``, or at a startup line when requests were seen since the previous
+      candidate start (a block of startup lines is one restart, not one per line).
+    * ``ts`` is anchored per run (see :meth:`finish`), so it is filled once every run is seen.
     """
-    is_cont = pl.col("variant").is_in(CONTINUATION_VARIANTS)
-    grp = ["file", "_port"]
-    if not df.select(is_cont.any()).item():  # b9230+ logs print no continuation lines
-        return _fill_era_b_tasks(df, grp)
-    # a continuation's header is the last non-continuation row before it in its file and port:
-    # its position, forward-filled, gathers the header's values (no join or window over the
-    # many blocks: both would copy or index the whole frame)
-    df = df.with_columns(pl.int_range(pl.len(), dtype=pl.UInt32).alias("_h"))
-    df = df.with_columns(pl.when(~is_cont).then(pl.col("_h")).forward_fill().over(grp)
-                         .alias("_h"))
 
-    def head(c: str) -> pl.Expr:
-        return pl.col(c).gather(pl.col("_h"))
+    temp_columns = ("_port", "_wts")
 
-    from_header = is_cont & (head("variant") == HEADER_VARIANT)
-    df = df.with_columns(
-        pl.when(from_header).then(head("slot")).otherwise(pl.col("slot")).alias("slot"),
-        pl.when(from_header).then(head("task")).otherwise(pl.col("task")).alias("task"),
-        pl.when(from_header & pl.col("t_rel").is_null()).then(head("t_rel"))
-        .otherwise(pl.col("t_rel")).alias("t_rel"),
-    ).drop("_h")
-    # era A/B: slot from the next release line (task ids are not printed by era A)
-    nxt = (
-        df.filter(pl.col("kind") == "release")
-        .select(*grp, "line", pl.col("slot").alias("_rs"), pl.col("task").alias("_rt"))
-        .sort("line")
-    )
-    orphan = is_cont & pl.col("slot").is_null()
-    if nxt.height and df.select(orphan.any()).item():
-        # only the orphan rows are matched, and their slot/task written back in place
-        at = df.select(pl.arg_where(orphan).alias("_at")).with_columns(
-            df.filter(orphan).select(*grp, "line"))
-        got = at.sort("line").join_asof(nxt, on="line", by=grp, strategy="forward",
-                                        check_sortedness=False).sort("_at")
-        idx = got.get_column("_at")
-        df = df.with_columns(
-            df.get_column("slot").scatter(idx, got.get_column("_rs")),
-            df.get_column("task").scatter(idx, got.get_column("_rt")))
-    # era A prints neither slot nor task: each timing block is one request, numbered in order
-    era_a = pl.col("variant").is_in(["prompt_eval_a", "eval_a", "total_a"])
-    block_no = (pl.col("variant") == "prompt_eval_a").cast(pl.Int64).cum_sum().over(grp) - 1
-    df = df.with_columns(
-        pl.when(era_a & pl.col("task").is_null()).then(block_no).otherwise(pl.col("task"))
-        .alias("task"))
-    return _fill_era_b_tasks(df, grp)
+    def __init__(self, mtimes: dict[str, float | None]) -> None:
+        super().__init__(mtimes)
+        self.heads = State(GRP, {"file": pl.String, "_port": pl.Int64, "_hv": pl.String,
+                                 "_hs": pl.Int64, "_ht": pl.Int64, "_htr": pl.Float64})
+        self.era_a = State(GRP, {"file": pl.String, "_port": pl.Int64, "_na": pl.Int64})
+        self.launches = State([*GRP, "slot"], {"file": pl.String, "_port": pl.Int64,
+                                               "slot": pl.Int64, "_lt": pl.Int64})
+        self.runs = State(GRP, {"file": pl.String, "_port": pl.Int64, "_st": pl.Float64,
+                                "_sreq": pl.Int64, "_sat": pl.Int64, "_srun": pl.Int32})
+        self.held: pl.DataFrame | None = None
+        self.held_fields: Fields = {}
+        self.clock_parts: list[pl.DataFrame] = []
 
+    def step(self, rows: pl.DataFrame, fields: Fields, final: bool = False
+             ) -> tuple[pl.DataFrame, Fields]:
+        df = _ensure(rows, {"router_port": pl.Int64, "ts_rel": pl.String, "slot": pl.Int64,
+                            "task": pl.Int64, "unix_ts": pl.Int64, "level": pl.String,
+                            WRAP_TS: WRAP_TS_DTYPE})
+        # the router port (0 = not under a router) separates clocks and continuation blocks
+        df = df.with_columns(_t_rel().alias("t_rel"),
+                             pl.col("router_port").fill_null(0).alias("_port"))
+        if self.held is not None:
+            df = pl.concat([self.held, df], how="diagonal_relaxed")
+            fields = _merge_fields(self.held_fields, fields)
+            self.held, self.held_fields = None, {}
+        orig = df
+        df = self._headers(df)
+        df, cut = self._orphans(df, final)
+        if cut is not None:
+            self.held = orig.slice(cut)
+            held_rows = self.held.get_column("_row")
+            self.held_fields = {k: f.filter(pl.col("_row").is_in(held_rows.implode()))
+                                for k, f in fields.items()}
+            fields = {k: f.filter(~pl.col("_row").is_in(held_rows.implode()))
+                      for k, f in fields.items()}
+            df = df.slice(0, cut)
+        self.heads.update(last_per_group(df.filter(~IS_CONT), GRP, [
+            pl.col("variant").last().alias("_hv"), pl.col("slot").last().alias("_hs"),
+            pl.col("task").last().alias("_ht"), pl.col("t_rel").last().alias("_htr")]))
+        df = self._era_tasks(df)
+        df = self._runs(df)
+        return self._clock(df), fields
 
-def _fill_era_b_tasks(df: pl.DataFrame, grp: list[str]) -> pl.DataFrame:
-    """Era B prints the slot but not the task on release and timing lines: the task is the last
-    one launched on that slot."""
-    needs = (pl.col("task").is_null() & pl.col("slot").is_not_null()
-             & pl.col("kind").is_in(["release", "prompt_eval", "eval", "total",
-                                     "cache_trim", "context_shift"]))
-    if not df.select(needs.any()).item():
+    def flush(self) -> tuple[pl.DataFrame | None, Fields]:
+        if self.held is None:
+            return None, {}
+        held, fields = self.held, self.held_fields
+        self.held, self.held_fields = None, {}
+        return self.step(held.drop("t_rel", "_port"), fields, final=True)
+
+    def _headers(self, df: pl.DataFrame) -> pl.DataFrame:
+        """Continuation lines: the header's values, gathered by its position (no join or window
+        over the many blocks); before the batch's first header, the carried one."""
+        if not df.select(IS_CONT.any()).item():
+            return df
+        df = self.heads.attach(df.with_columns(pl.int_range(pl.len(), dtype=pl.UInt32)
+                                               .alias("_h")))
+        df = df.with_columns(pl.when(~IS_CONT).then(pl.col("_h")).forward_fill().over(GRP)
+                             .alias("_h"))
+
+        def head(c: str, carried: str) -> pl.Expr:
+            return pl.when(pl.col("_h").is_null()).then(pl.col(carried)) \
+                .otherwise(pl.col(c).gather(pl.col("_h")))
+
+        from_header = IS_CONT & (head("variant", "_hv") == HEADER_VARIANT)
+        return df.with_columns(
+            pl.when(from_header).then(head("slot", "_hs")).otherwise(pl.col("slot"))
+            .alias("slot"),
+            pl.when(from_header).then(head("task", "_ht")).otherwise(pl.col("task"))
+            .alias("task"),
+            pl.when(from_header & pl.col("t_rel").is_null()).then(head("t_rel", "_htr"))
+            .otherwise(pl.col("t_rel")).alias("t_rel"),
+        ).drop("_h", "_hv", "_hs", "_ht", "_htr")
+
+    def _orphans(self, df: pl.DataFrame, final: bool) -> tuple[pl.DataFrame, int | None]:
+        """Era A/B timing lines without a slot take the next release's slot and task, if it
+        comes before the next block; (frame, position to hold back from, if any)."""
+        orphan = IS_CONT & pl.col("slot").is_null()
+        if not df.select(orphan.any()).item():
+            return df, None
+        at = df.with_row_index("_at").filter(orphan).select("_at", *GRP, "_row")
+        stop = df.with_row_index("_at").filter(
+            (pl.col("kind") == "release") | (orphan & pl.col("variant").is_in(ORPHAN_BLOCK_START))
+        ).select(*GRP, "_row", pl.col("kind").alias("_sk"), pl.col("slot").alias("_rs"),
+                 pl.col("task").alias("_rt"))
+        got = at.join_asof(stop, on="_row", by=GRP, strategy="forward", allow_exact_matches=False,
+                           check_sortedness=False).sort("_at")
+        cut = None
+        pending = got.filter(pl.col("_sk").is_null())
+        if pending.height and not final:
+            first = int(pending.get_column("_at").min())
+            if df.height - first <= MAX_HELD_ROWS:
+                cut = first
+        got = got.filter(pl.col("_sk") == "release")
+        if got.height:
+            idx = got.get_column("_at")
+            df = df.with_columns(df.get_column("slot").scatter(idx, got.get_column("_rs")),
+                                 df.get_column("task").scatter(idx, got.get_column("_rt")))
+        return df, cut
+
+    def _era_tasks(self, df: pl.DataFrame) -> pl.DataFrame:
+        # era A prints neither slot nor task: each timing block is one request, numbered in order
+        if df.select(pl.col("variant").is_in(ERA_A).any()).item():
+            df = self.era_a.attach(df)
+            start = (pl.col("variant") == "prompt_eval_a").cast(pl.Int64)
+            block = start.cum_sum().over(GRP) - 1 + pl.col("_na").fill_null(0)
+            df = df.with_columns(
+                pl.when(pl.col("variant").is_in(ERA_A) & pl.col("task").is_null())
+                .then(block).otherwise(pl.col("task")).alias("task"),
+                (start.cum_sum().over(GRP) + pl.col("_na").fill_null(0)).alias("_na"))
+            self.era_a.update(last_per_group(df, GRP, [pl.col("_na").last()]))
+            df = df.drop("_na")
+        # era B prints the slot, not the task, on release and timing lines: the task is the
+        # last one launched on that slot
+        needs = (pl.col("task").is_null() & pl.col("slot").is_not_null()
+                 & pl.col("kind").is_in(ERA_B_TASKLESS))
+        launched = pl.when(pl.col("kind") == "task_launch").then(pl.col("task"))
+        has_launch = (pl.col("kind") == "task_launch") & pl.col("task").is_not_null()
+        if df.select(needs.any()).item():
+            df = self.launches.attach(df)
+            last = launched.forward_fill().over([*GRP, "slot"]).fill_null(pl.col("_lt"))
+            df = df.with_columns(pl.when(needs).then(last).otherwise(pl.col("task"))
+                                 .alias("task")).drop("_lt")
+        if df.select(has_launch.any()).item():
+            self.launches.update(last_per_group(df.filter(has_launch), [*GRP, "slot"],
+                                                [pl.col("task").last().alias("_lt")]))
         return df
-    last_task = (pl.when(pl.col("kind") == "task_launch").then(pl.col("task"))
-                 .forward_fill().over([*grp, "slot"]))
-    return df.with_columns(
-        pl.when(needs).then(last_task).otherwise(pl.col("task")).alias("task"))
+
+    def _runs(self, df: pl.DataFrame) -> pl.DataFrame:
+        df = self.runs.attach(df)
+        t = pl.col("t_rel").forward_fill().over(GRP).fill_null(pl.col("_st"))
+        backstep = (t < t.shift(1).over(GRP).fill_null(pl.col("_st")) - CLOCK_BACKSTEP_S
+                    ).fill_null(False)
+        is_start = pl.col("variant").is_in(RUN_START_VARIANTS)
+        is_request = pl.col("kind").is_in(REQUEST_KINDS).cast(pl.Int64)
+        requests_before = (is_request.cum_sum().over(GRP) - is_request
+                           + pl.col("_sreq").fill_null(0))
+        candidate = backstep | is_start
+        # requests seen up to the previous candidate (counts only grow: accepted or not, alike)
+        at_prev = (pl.when(candidate).then(requests_before).shift(1).forward_fill().over(GRP)
+                   .fill_null(pl.col("_sat")).fill_null(0))
+        restart = backstep | (is_start & (requests_before > at_prev))
+        df = df.with_columns(
+            (restart.cast(pl.Int32).cum_sum().over(GRP) + pl.col("_srun").fill_null(1))
+            .alias("run"),
+            t.alias("_st"), (requests_before + is_request).alias("_sreq"),
+            pl.when(candidate).then(requests_before).forward_fill().over(GRP)
+            .fill_null(pl.col("_sat")).alias("_sat"))
+        self.runs.update(last_per_group(df, GRP, [
+            pl.col("_st").last(), pl.col("_sreq").last(), pl.col("_sat").last(),
+            pl.col("run").last().alias("_srun")]))
+        return df.drop("_st", "_sreq", "_sat", "_srun")
+
+    def _clock(self, df: pl.DataFrame) -> pl.DataFrame:
+        """Per run, what anchors its clock (kept until :meth:`finish`); and ``basis``."""
+        df = df.with_columns(pl.col(WRAP_TS).cast(pl.Int64).alias("_wts")).drop(WRAP_TS)
+        # in microseconds (multiplications only: a vectorised division may round differently)
+        self.clock_parts.append(df.group_by("file", "_port", "run").agg(
+            (pl.col("_wts").cast(pl.Float64) - pl.col("t_rel") * 1e6).min().alias("_a_wrap"),
+            pl.col("t_rel").max().alias("_t_max")))
+        return df.with_columns(
+            pl.lit(None, pl.Datetime("us", "UTC")).alias("ts"),
+            pl.lit(None, pl.String).alias("ts_source"),
+            pl.lit(None, pl.Boolean).alias("ts_inferred"),
+            pl.when(pl.col("kind").is_in(["prompt_eval", "eval", "total", "draft_acceptance"]))
+            .then(pl.lit("exact_per_request"))
+            .when(pl.col("kind") == "decode_progress")
+            .then(pl.lit("tg: cumulative per request; tg_3s: window since the previous tick"))
+            .when(pl.col("kind") == "prompt_progress")
+            .then(pl.lit("cumulative since the prompt started"))
+            .alias("basis"))
+
+    def finish(self, tables: Tables) -> Tables:
+        """Wall-clock ``ts`` (UTC) for every row, with ``ts_source`` saying where it came from.
+
+        * ``unix``: the line's own Unix timestamp (era B log file, era A/C JSON) — exact, 1 s.
+        * ``wrapper``: journald / docker timestamp of that line — exact for the wrapper.
+        * ``anchored:wrapper`` / ``anchored:mtime``: relative clock + an anchor — inferred: per
+          run, min(wrapper − t_rel) (as klif does); else, for a file's last run, the file's
+          mtime minus the run's last ``t_rel``.
+
+        Then ``requests``, from the finished tables.
+        """
+        anchors = (pl.concat(self.clock_parts).group_by("file", "_port", "run").agg(
+            pl.col("_a_wrap").min(), pl.col("_t_max").max()) if self.clock_parts else None)
+        self.clock_parts = []
+        out = {k: _anchor_clock(t, anchors, self.mtimes) for k, t in tables.items()}
+        out = drop_temp(out, self.temp_columns)
+        out["requests"] = build_requests(out)
+        return out
 
 
-def assign_runs(df: pl.DataFrame) -> pl.DataFrame:
-    """Split each file (and router child) into server runs. A new run starts where the relative
-    clock goes back, or at a startup line (build / verbosity) when requests were seen since the
-    previous run start (so a block of startup lines is one restart, not one per line)."""
-    grp = ["file", "_port"]
-    t = pl.col("t_rel").forward_fill().over(grp)
-    backstep = (t < t.shift(1).over(grp) - CLOCK_BACKSTEP_S).fill_null(False)
-    is_start = pl.col("variant").is_in(RUN_START_VARIANTS)
-    is_request = pl.col("kind").is_in(["task_launch", "release", "prompt_eval", "slot_select"])
-    requests_before = (is_request.cast(pl.Int32).cum_sum().over(grp)
-                       - is_request.cast(pl.Int32))
-    candidate = backstep | is_start
-    # requests seen up to the previous candidate (counts only grow, so accepted or not is alike)
-    at_prev = (pl.when(candidate).then(requests_before).shift(1).forward_fill().over(grp)
-               .fill_null(0))
-    restart = backstep | (is_start & (requests_before > at_prev))
-    return df.with_columns((restart.cast(pl.Int32).cum_sum().over(grp) + 1).alias("run"))
+def _merge_fields(a: Fields, b: Fields) -> Fields:
+    out = dict(b)
+    for k, f in a.items():
+        out[k] = pl.concat([f, out[k]], how="diagonal_relaxed") if k in out else f
+    return out
 
 
-def anchor_clock(df: pl.DataFrame, mtime: dict[str, float | None]) -> pl.DataFrame:
-    """Wall-clock ``ts`` (UTC) for every row, with ``ts_source`` saying where it came from.
-
-    * ``unix``: the line's own Unix timestamp (era B log file, era A/C JSON) — exact, 1 s.
-    * ``wrapper``: journald / docker timestamp of that line — exact for the wrapper.
-    * ``anchored:wrapper`` / ``anchored:mtime``: relative clock + an anchor — inferred.
-    """
-    from ..clock import WRAP_TS, WRAP_TS_DTYPE
-
+def _anchor_clock(df: pl.DataFrame, anchors: pl.DataFrame | None,
+                  mtime: dict[str, float | None]) -> pl.DataFrame:
+    if anchors is None or not df.height:
+        return df
     grp = ["file", "_port", "run"]
-    df = _ensure(df, {WRAP_TS: WRAP_TS_DTYPE}).rename({WRAP_TS: "_wts"})
-    # anchor per run: min(wrapper - t_rel) (as klif does); else the file mtime minus last t_rel
-    df = df.with_columns(
-        (pl.col("_wts").cast(pl.Int64) / 1e6 - pl.col("t_rel")).min().over(grp).alias("_a_wrap"),
-    )
-    mt = pl.col("file").replace_strict(mtime, default=None, return_dtype=pl.Float64)
-    last_run = pl.col("run") == pl.col("run").max().over(["file"])
-    df = df.with_columns(
-        pl.when(last_run).then(mt - pl.col("t_rel").max().over(grp)).alias("_a_mtime"),
-    )
-    unix = pl.col("unix_ts").cast(pl.Float64) if "unix_ts" in df.columns else pl.lit(None)
-    secs = (
-        pl.when(unix.is_not_null()).then(unix)
-        .when(pl.col("t_rel").is_not_null() & pl.col("_a_wrap").is_not_null())
-        .then(pl.col("_a_wrap") + pl.col("t_rel"))
-        .when(pl.col("_wts").is_not_null()).then(pl.col("_wts").cast(pl.Int64) / 1e6)
-        .when(pl.col("t_rel").is_not_null() & pl.col("_a_mtime").is_not_null())
-        .then(pl.col("_a_mtime") + pl.col("t_rel"))
-    )
-    source = (
-        pl.when(unix.is_not_null()).then(pl.lit("unix"))
-        .when(pl.col("t_rel").is_not_null() & pl.col("_a_wrap").is_not_null())
-        .then(pl.lit("anchored:wrapper"))
-        .when(pl.col("_wts").is_not_null()).then(pl.lit("wrapper"))
-        .when(pl.col("t_rel").is_not_null() & pl.col("_a_mtime").is_not_null())
-        .then(pl.lit("anchored:mtime"))
-    )
-    secs = pl.when(secs.is_between(0, 2e10)).then(secs)  # junk clocks give no time at all
-    return df.with_columns(
-        (secs * 1e6).cast(pl.Int64, strict=False).cast(pl.Datetime("us", "UTC")).alias("ts"),
+    last_run = anchors.group_by("file").agg(pl.col("run").max().alias("_last"))
+    a = anchors.join(last_run, on="file").with_columns(
+        pl.when(pl.col("run") == pl.col("_last"))
+        .then(pl.col("file").replace_strict(mtime, default=None, return_dtype=pl.Float64) * 1e6
+              - pl.col("_t_max") * 1e6).alias("_a_mtime")).select(*grp, "_a_wrap", "_a_mtime")
+    cols = df.select(*grp, "t_rel", "_wts", "unix_ts").join(
+        a, on=grp, how="left", nulls_equal=True, maintain_order="left")
+    unix = pl.col("unix_ts").cast(pl.Float64) * 1e6
+    t = pl.col("t_rel") * 1e6
+    us = (pl.when(unix.is_not_null()).then(unix)
+          .when(t.is_not_null() & pl.col("_a_wrap").is_not_null()).then(pl.col("_a_wrap") + t)
+          .when(pl.col("_wts").is_not_null()).then(pl.col("_wts").cast(pl.Float64))
+          .when(t.is_not_null() & pl.col("_a_mtime").is_not_null())
+          .then(pl.col("_a_mtime") + t))
+    source = (pl.when(unix.is_not_null()).then(pl.lit("unix"))
+              .when(t.is_not_null() & pl.col("_a_wrap").is_not_null())
+              .then(pl.lit("anchored:wrapper"))
+              .when(pl.col("_wts").is_not_null()).then(pl.lit("wrapper"))
+              .when(t.is_not_null() & pl.col("_a_mtime").is_not_null())
+              .then(pl.lit("anchored:mtime")))
+    us = pl.when(us.is_between(0, 2e16)).then(us)  # junk clocks give no time at all
+    got = cols.select(
+        us.round(0).cast(pl.Int64, strict=False).cast(pl.Datetime("us", "UTC")).alias("ts"),
         source.alias("ts_source"),
-        source.str.starts_with("anchored").alias("ts_inferred"),
-    ).drop("_wts", "_a_wrap", "_a_mtime")
-
-
-def prepare(events: pl.DataFrame, mtime: dict[str, float | None]) -> pl.DataFrame:
-    """Continuations, runs and clocks over all classified llama-server rows."""
-    df = _ensure(events, {"router_port": pl.Int64, "ts_rel": pl.String, "slot": pl.Int64,
-                          "task": pl.Int64, "unix_ts": pl.Int64, "level": pl.String})
-    # the router port (0 = not under a router) separates clocks and continuation blocks
-    df = df.with_columns(_t_rel().alias("t_rel"), pl.col("router_port").fill_null(0).alias("_port"))
-    df = attach_continuations(df)
-    df = assign_runs(df)
-    df = anchor_clock(df, mtime)
-    return df.with_columns(
-        pl.when(pl.col("kind").is_in(["prompt_eval", "eval", "total", "draft_acceptance"]))
-        .then(pl.lit("exact_per_request"))
-        .when(pl.col("kind") == "decode_progress")
-        .then(pl.lit("tg: cumulative per request; tg_3s: window since the previous tick"))
-        .when(pl.col("kind") == "prompt_progress")
-        .then(pl.lit("cumulative since the prompt started"))
-        .alias("basis"))
+        source.str.starts_with("anchored").alias("ts_inferred"))
+    return df.with_columns(got.get_columns())
 
 
 def _first(kind_df: pl.DataFrame, cols: dict[str, str]) -> pl.DataFrame:
@@ -374,8 +488,4 @@ def build_requests(tables: dict[str, pl.DataFrame]) -> pl.DataFrame:
     return out.select(cols).sort("file", "run", "t_start", "task", "slot", nulls_last=True)
 
 
-def derive(tables: dict[str, pl.DataFrame]) -> dict[str, pl.DataFrame]:
-    return {"requests": build_requests(tables)}
-
-
-MODEL = Model(prepare=prepare, derive=derive, row_fields=("slot", "task"))
+MODEL = Model(stream=LlamaStream, row_fields=("slot", "task"))

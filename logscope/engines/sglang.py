@@ -22,36 +22,40 @@ from __future__ import annotations
 
 import polars as pl
 
-from . import Model
-from .windows import BASIS_WINDOW, ensure, runs_from_config
+from . import Fields, Model, Stream
+from .windows import BASIS_WINDOW, ConfigRuns, ensure
 
 
-def prepare(rows: pl.DataFrame, mtimes: dict[str, float | None]) -> pl.DataFrame:
-    df = ensure(rows, {"sg_date": pl.String, "sg_time": pl.String, "sg_msec": pl.Int64,
-                       "dp_rank": pl.Int64, "tp_rank": pl.Int64})
-    mt = pl.col("file").replace_strict(mtimes, default=None, return_dtype=pl.Float64)
-    mt_date = (mt * 1e6).cast(pl.Int64).cast(pl.Datetime("us", "UTC")).dt.strftime("%Y-%m-%d")
-    date = pl.coalesce(pl.col("sg_date"), mt_date)
-    stamp = pl.concat_str([date, pl.lit(" "), pl.col("sg_time")])
-    ts = stamp.str.to_datetime("%Y-%m-%d %H:%M:%S", strict=False, time_unit="us") \
-        .dt.replace_time_zone("UTC")
-    ts = ts + pl.duration(milliseconds=pl.col("sg_msec").fill_null(0))
-    df = df.with_columns(
-        ts.alias("ts"),
-        pl.when(pl.col("sg_time").is_null()).then(None)
-        .when(pl.col("sg_date").is_not_null()).then(pl.lit("log"))
-        .otherwise(pl.lit("log:date_from_mtime")).alias("ts_source"),
-        (pl.col("sg_date").is_null() & pl.col("sg_time").is_not_null()).alias("ts_inferred"),
-        pl.lit(None, pl.Float64).alias("t_rel"),
-        pl.col("dp_rank").alias("slot"),  # the DP group plays the slot's part in the frames
-        pl.lit(None, pl.Int64).alias("task"),
-        pl.when(pl.col("kind").is_in(["prefill_batch", "decode_batch"]))
-        .then(pl.lit(BASIS_WINDOW)).alias("basis"),
-        # retraction and startup lines are printed once per TP rank: count rank 0 only
-        (pl.col("tp_rank").fill_null(0) == 0).alias("primary_rank"),
-    )
-    df = df.with_columns(runs_from_config(df, ["prefill_batch", "decode_batch"]))
-    return df
+class SglangStream(Stream):
+    def __init__(self, mtimes: dict[str, float | None]) -> None:
+        super().__init__(mtimes)
+        self.runs = ConfigRuns(["prefill_batch", "decode_batch"])
+
+    def step(self, rows: pl.DataFrame, fields: Fields) -> tuple[pl.DataFrame, Fields]:
+        df = ensure(rows, {"sg_date": pl.String, "sg_time": pl.String, "sg_msec": pl.Int64,
+                           "dp_rank": pl.Int64, "tp_rank": pl.Int64})
+        mt = pl.col("file").replace_strict(self.mtimes, default=None, return_dtype=pl.Float64)
+        mt_date = (mt * 1e6).cast(pl.Int64).cast(pl.Datetime("us", "UTC")).dt.strftime("%Y-%m-%d")
+        date = pl.coalesce(pl.col("sg_date"), mt_date)
+        stamp = pl.concat_str([date, pl.lit(" "), pl.col("sg_time")])
+        ts = stamp.str.to_datetime("%Y-%m-%d %H:%M:%S", strict=False, time_unit="us") \
+            .dt.replace_time_zone("UTC")
+        ts = ts + pl.duration(milliseconds=pl.col("sg_msec").fill_null(0))
+        df = df.with_columns(
+            ts.alias("ts"),
+            pl.when(pl.col("sg_time").is_null()).then(None)
+            .when(pl.col("sg_date").is_not_null()).then(pl.lit("log"))
+            .otherwise(pl.lit("log:date_from_mtime")).alias("ts_source"),
+            (pl.col("sg_date").is_null() & pl.col("sg_time").is_not_null()).alias("ts_inferred"),
+            pl.lit(None, pl.Float64).alias("t_rel"),
+            pl.col("dp_rank").alias("slot"),  # the DP group plays the slot's part in the frames
+            pl.lit(None, pl.Int64).alias("task"),
+            pl.when(pl.col("kind").is_in(["prefill_batch", "decode_batch"]))
+            .then(pl.lit(BASIS_WINDOW)).alias("basis"),
+            # retraction and startup lines are printed once per TP rank: count rank 0 only
+            (pl.col("tp_rank").fill_null(0) == 0).alias("primary_rank"),
+        )
+        return self.runs(df), fields
 
 
-MODEL = Model(prepare=prepare, row_fields=())
+MODEL = Model(stream=SglangStream, row_fields=())

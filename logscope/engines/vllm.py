@@ -17,42 +17,63 @@ from __future__ import annotations
 import polars as pl
 
 from ..clock import WRAP_TS, WRAP_TS_DTYPE
-from . import Model
-from .windows import BASIS_WINDOW, ensure, runs_from_config, year_from_context
+from . import Fields, Model, Stream, Tables, drop_temp
+from .windows import BASIS_WINDOW, ConfigRuns, YearRollover, ensure
 
 
-def prepare(rows: pl.DataFrame, mtimes: dict[str, float | None]) -> pl.DataFrame:
-    df = ensure(rows, {"v_month": pl.Int64, "v_day": pl.Int64, "v_time": pl.String,
-                       "v_year": pl.Int64, "engine_idx": pl.Int64,
-                       WRAP_TS: WRAP_TS_DTYPE})
-    year = pl.coalesce(pl.col("v_year").cast(pl.Int32), year_from_context(df, "v_month", mtimes))
-    stamp = pl.concat_str([
-        year.cast(pl.String), pl.lit("-"), pl.col("v_month").cast(pl.String).str.zfill(2),
-        pl.lit("-"), pl.col("v_day").cast(pl.String).str.zfill(2), pl.lit(" "), pl.col("v_time")])
-    ts = stamp.str.to_datetime("%Y-%m-%d %H:%M:%S%.f", strict=False, time_unit="us") \
-        .dt.replace_time_zone("UTC")
-    has_wrap = pl.col(WRAP_TS).is_not_null()
-    df = df.with_columns(
-        ts.alias("ts"),
-        pl.when(pl.col("v_month").is_null()).then(None)
-        .when(pl.col("v_year").is_not_null()).then(pl.lit("log"))
-        .when(has_wrap).then(pl.lit("log:year_from_wrapper"))
-        .otherwise(pl.lit("log:year_from_mtime")).alias("ts_source"),
-        (pl.col("v_month").is_not_null() & pl.col("v_year").is_null()).alias("ts_inferred"),
-        pl.lit(None, pl.Float64).alias("t_rel"),
-        pl.col("engine_idx").alias("slot"),  # the engine index plays the slot's part
-        pl.lit(None, pl.Int64).alias("task"),
-        pl.when(pl.col("kind").is_in(["engine_stats", "spec_decoding"]))
-        .then(pl.lit(BASIS_WINDOW)).alias("basis"),
-        pl.when(pl.col("variant").str.starts_with("spec_decoding_v0"))
-        .then(pl.lit("cumulative"))
-        .when(pl.col("kind") == "spec_decoding").then(pl.lit("per_interval"))
-        .alias("counter"),
-    )
-    return df.with_columns(runs_from_config(df, ["engine_stats", "spec_decoding", "prefix_cache"]))
+class VllmStream(Stream):
+    temp_columns = ("_rolls", "_wy")
+
+    def __init__(self, mtimes: dict[str, float | None]) -> None:
+        super().__init__(mtimes)
+        self.runs = ConfigRuns(["engine_stats", "spec_decoding", "prefix_cache"])
+        self.years = YearRollover("v_month")
+
+    def step(self, rows: pl.DataFrame, fields: Fields) -> tuple[pl.DataFrame, Fields]:
+        df = ensure(rows, {"v_month": pl.Int64, "v_day": pl.Int64, "v_time": pl.String,
+                           "v_year": pl.Int64, "engine_idx": pl.Int64, WRAP_TS: WRAP_TS_DTYPE})
+        has_wrap = pl.col(WRAP_TS).is_not_null()
+        df = self.years(df).with_columns(
+            pl.lit(None, pl.Datetime("us", "UTC")).alias("ts"),  # in finish: needs every year
+            pl.col(WRAP_TS).dt.year().cast(pl.Int32).alias("_wy"),
+            pl.when(pl.col("v_month").is_null()).then(None)
+            .when(pl.col("v_year").is_not_null()).then(pl.lit("log"))
+            .when(has_wrap).then(pl.lit("log:year_from_wrapper"))
+            .otherwise(pl.lit("log:year_from_mtime")).alias("ts_source"),
+            (pl.col("v_month").is_not_null() & pl.col("v_year").is_null()).alias("ts_inferred"),
+            pl.lit(None, pl.Float64).alias("t_rel"),
+            pl.col("engine_idx").alias("slot"),  # the engine index plays the slot's part
+            pl.lit(None, pl.Int64).alias("task"),
+            pl.when(pl.col("kind").is_in(["engine_stats", "spec_decoding"]))
+            .then(pl.lit(BASIS_WINDOW)).alias("basis"),
+            pl.when(pl.col("variant").str.starts_with("spec_decoding_v0"))
+            .then(pl.lit("cumulative"))
+            .when(pl.col("kind") == "spec_decoding").then(pl.lit("per_interval"))
+            .alias("counter"),
+        ).drop(WRAP_TS)
+        return self.runs(df), fields
+
+    def finish(self, tables: Tables) -> Tables:
+        out = {k: self._ts(t) for k, t in tables.items()}
+        out = drop_temp(out, self.temp_columns)
+        out.update(_acceptance_length(out))
+        return out
+
+    def _ts(self, df: pl.DataFrame) -> pl.DataFrame:
+        if not df.height:
+            return df
+        inferred = self.years.years(df, self.mtimes)
+        year = pl.coalesce(pl.col("v_year").cast(pl.Int32), pl.col("_wy"), pl.lit(inferred))
+        stamp = pl.concat_str([
+            year.cast(pl.String), pl.lit("-"), pl.col("v_month").cast(pl.String).str.zfill(2),
+            pl.lit("-"), pl.col("v_day").cast(pl.String).str.zfill(2), pl.lit(" "),
+            pl.col("v_time")])
+        ts = stamp.str.to_datetime("%Y-%m-%d %H:%M:%S%.f", strict=False, time_unit="us") \
+            .dt.replace_time_zone("UTC")
+        return df.with_columns(ts.alias("ts"))
 
 
-def derive(tables: dict[str, pl.DataFrame]) -> dict[str, pl.DataFrame]:
+def _acceptance_length(tables: dict[str, pl.DataFrame]) -> dict[str, pl.DataFrame]:
     """``spec_decoding.mean_acceptance_length`` on the 0.9.0+ definition, the printed value kept
     in ``mean_acceptance_length_raw`` (placed before the kind's own fields)."""
     spec = tables.get("spec_decoding")
@@ -70,4 +91,4 @@ def derive(tables: dict[str, pl.DataFrame]) -> dict[str, pl.DataFrame]:
     return {"spec_decoding": spec.select(*cols[:at], "mean_acceptance_length_raw", *cols[at:])}
 
 
-MODEL = Model(prepare=prepare, derive=derive, row_fields=("engine_idx",))
+MODEL = Model(stream=VllmStream, row_fields=("engine_idx",))
