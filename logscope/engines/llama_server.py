@@ -36,7 +36,9 @@ def _t_rel() -> pl.Expr:
     def part(i: int) -> pl.Expr:
         return parts.list.get(i, null_on_oob=True).cast(pl.Int64, strict=False)
 
-    us = (part(0) * 60 + part(1)) * 1_000_000 + part(2) * 1_000 + part(3)
+    # minutes beyond a billion (junk, or an overflow of the microsecond count) give no time
+    us = (pl.when(part(0) < 1_000_000_000)
+          .then((part(0) * 60 + part(1)) * 1_000_000 + part(2) * 1_000 + part(3)))
     return pl.concat_str((us // 1_000_000).cast(pl.String), pl.lit("."),
                          (us % 1_000_000).cast(pl.String).str.zfill(6)).cast(pl.Float64)
 
