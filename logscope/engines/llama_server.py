@@ -369,7 +369,7 @@ def build_requests(tables: dict[str, pl.DataFrame]) -> pl.DataFrame:
                                    "ts": "_ts_release", "t_rel": "_t_release"})
     npr = _first(kind("new_prompt"), {"prompt_total": "prompt_total", "n_ctx_slot": "n_ctx_slot"})
     trim = kind("cache_trim")
-    trim = trim.sort("line").group_by(key).agg(
+    trim = trim.group_by(key).agg(  # the table is in line order: first = earliest
         (pl.col("trim_pos").first() if "trim_pos" in trim.columns else pl.lit(None, pl.Int64))
         .alias("_c_trim"),
         (pl.col("cached_tokens").first() if "cached_tokens" in trim.columns
@@ -385,7 +385,7 @@ def build_requests(tables: dict[str, pl.DataFrame]) -> pl.DataFrame:
     if pp.height:
         pp = _ensure(pp, {"n_processed": pl.Int64, "pp_seconds": pl.Float64, "pp_tps": pl.Float64,
                           "progress": pl.Float64, "n_past": pl.Int64})
-        ppagg = pp.sort("line").group_by(key).agg(
+        ppagg = pp.group_by(key).agg(  # ticks in line order (the table's)
             pl.len().alias("prefill_ticks"),
             pl.struct(pl.col("t_rel"), pl.col("n_processed"), pl.col("n_past"),
                       pl.col("progress"), pl.col("pp_seconds"), pl.col("pp_tps"))
