@@ -221,9 +221,10 @@ def read(paths: list[str] | tuple[str, ...] | str, engine: str = "auto", *,
     """Ingest log files (paths, globs, ``-`` for stdin, ``.gz``) into frames.
 
     ``engine`` is ``auto`` (decided per line: a file holding two engines yields both) or one of
-    ``llama-server``, ``sglang``, ``vllm``. Files are read in blocks of about ``chunk_bytes``, so
-    the working memory does not grow with the input; ``progress(bytes_done, bytes_total)`` is
-    called after each block (``bytes_total`` is None when a size is unknown). Raises
+    ``llama-server``, ``sglang``, ``vllm``. Files are read, parsed and modelled in blocks of
+    about ``chunk_bytes`` (memory holds the frames returned plus a few blocks' work; see
+    bench/RESULTS.md); ``progress(bytes_done, bytes_total)`` is called after each block
+    (``bytes_total`` is None when a size is unknown). Raises
     ``sources.InputError`` for unreadable input and ``NoServerLines`` when nothing in the input
     is a server line.
     """

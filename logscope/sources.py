@@ -130,10 +130,19 @@ def chunk(data: bytes) -> Chunk:
 def stream(path: str, chunk_bytes: int = CHUNK_BYTES) -> tuple[Iterator[Chunk], float | None,
                                                                 int | None]:
     """(chunks, mtime, size) of an input read in bounded blocks; the lines of the chunks, in
-    order, are the lines of ``load(path)``."""
-    f, mtime, size = _open(path)
+    order, are the lines of ``load(path)``. The file is opened when the first chunk is asked
+    for (a glob of thousands of files holds one open at a time)."""
+    mtime = size = None
+    if path != "-":
+        check(path)
+        try:
+            st = os.stat(path)
+        except OSError as e:
+            raise InputError(f"{path}: cannot read ({e.strerror})") from e
+        mtime, size = st.st_mtime, st.st_size
 
     def gen() -> Iterator[Chunk]:
+        f, _, _ = _open(path)
         try:
             for block in blocks(f, path, chunk_bytes):
                 yield chunk(block)
