@@ -156,12 +156,8 @@ def stream(path: str, chunk_bytes: int = CHUNK_BYTES) -> tuple[Iterator[Chunk], 
 def read_bytes(path: str) -> tuple[bytes, float | None]:
     if path == "-":
         return sys.stdin.buffer.read(), None
+    check(path)
     p = Path(path)
-    if not p.exists():
-        raise InputError(f"{path}: no such file")
-    if p.is_dir():
-        raise InputError(
-            f"{path}: is a directory (give the log files, or a glob like '{path}/*.log')")
     try:
         data = p.read_bytes()
         mtime = p.stat().st_mtime
