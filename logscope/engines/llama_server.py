@@ -28,19 +28,21 @@ TICK_DTYPE = pl.List(pl.Struct({"t_rel": pl.Float64, "n_processed": pl.Int64, "n
 
 
 def _t_rel() -> pl.Expr:
-    """Seconds since the server started, from ``M.SS.mmm.uuu``: whole microseconds, written as
-    a decimal and parsed, so the value is the double nearest to the printed time whatever way
-    Polars evaluates it (its vectorised scalar division can round differently)."""
-    parts = pl.col("ts_rel").str.split(".")
+    """Seconds since the server started, from ``M.SS.mmm.uuu``: whole microseconds, then scaled
+    and rounded to the microsecond, so the value is the printed time's nearest double whatever
+    the batch (Polars divides a column by a scalar as a multiplication by its reciprocal, except
+    on one row: a plain ``/ 1e6`` differs by an ulp between batch layouts)."""
+    ts = pl.col("ts_rel")  # fixed widths from the end (the grammar's): M+ . SS . mmm . uuu
 
-    def part(i: int) -> pl.Expr:
-        return parts.list.get(i, null_on_oob=True).cast(pl.Int64, strict=False)
+    def num(e: pl.Expr) -> pl.Expr:
+        return e.cast(pl.Int64, strict=False)
 
+    minutes = num(ts.str.head(-11))
     # minutes beyond a billion (junk, or an overflow of the microsecond count) give no time
-    us = (pl.when(part(0) < 1_000_000_000)
-          .then((part(0) * 60 + part(1)) * 1_000_000 + part(2) * 1_000 + part(3)))
-    return pl.concat_str((us // 1_000_000).cast(pl.String), pl.lit("."),
-                         (us % 1_000_000).cast(pl.String).str.zfill(6)).cast(pl.Float64)
+    us = (pl.when(minutes < 1_000_000_000)
+          .then((minutes * 60 + num(ts.str.slice(-10, 2))) * 1_000_000
+                + num(ts.str.slice(-7, 3)) * 1_000 + num(ts.str.slice(-3, 3))))
+    return (us * 1e-6).round(6)
 
 
 def _ensure(df: pl.DataFrame, cols: dict[str, pl.DataType]) -> pl.DataFrame:
@@ -88,6 +90,7 @@ class LlamaStream(Stream):
                                 "_sreq": pl.Int64, "_sat": pl.Int64, "_srun": pl.Int32})
         self.held: pl.DataFrame | None = None
         self.held_fields: Fields = {}
+        self.one_group = False
         self.clock_parts: list[pl.DataFrame] = []
 
     def step(self, rows: pl.DataFrame, fields: Fields, final: bool = False
@@ -102,6 +105,11 @@ class LlamaStream(Stream):
             df = pl.concat([self.held, df], how="diagonal_relaxed")
             fields = _merge_fields(self.held_fields, fields)
             self.held, self.held_fields = None, {}
+        # window expressions run per file and port; over one group (the usual batch) a plain
+        # expression gives the same and skips hashing the keys of every row
+        one = df.select((pl.col("file").n_unique() == 1) & (pl.col("_port").n_unique() == 1)
+                        ).item()
+        self.one_group = bool(one)
         orig = df
         df = self._headers(df)
         df, cut = self._orphans(df, final)
@@ -120,6 +128,10 @@ class LlamaStream(Stream):
         df = self._runs(df)
         return self._clock(df), fields
 
+    def _w(self, e: pl.Expr) -> pl.Expr:
+        """``e`` per file and router port."""
+        return e if self.one_group else e.over(GRP)
+
     def flush(self) -> tuple[pl.DataFrame | None, Fields]:
         if self.held is None:
             return None, {}
@@ -134,7 +146,7 @@ class LlamaStream(Stream):
             return df
         df = self.heads.attach(df.with_columns(pl.int_range(pl.len(), dtype=pl.UInt32)
                                                .alias("_h")))
-        df = df.with_columns(pl.when(~IS_CONT).then(pl.col("_h")).forward_fill().over(GRP)
+        df = df.with_columns(self._w(pl.when(~IS_CONT).then(pl.col("_h")).forward_fill())
                              .alias("_h"))
 
         def head(c: str, carried: str) -> pl.Expr:
@@ -182,11 +194,11 @@ class LlamaStream(Stream):
         if df.select(pl.col("variant").is_in(ERA_A).any()).item():
             df = self.era_a.attach(df)
             start = (pl.col("variant") == "prompt_eval_a").cast(pl.Int64)
-            block = start.cum_sum().over(GRP) - 1 + pl.col("_na").fill_null(0)
+            block = self._w(start.cum_sum()) - 1 + pl.col("_na").fill_null(0)
             df = df.with_columns(
                 pl.when(pl.col("variant").is_in(ERA_A) & pl.col("task").is_null())
                 .then(block).otherwise(pl.col("task")).alias("task"),
-                (start.cum_sum().over(GRP) + pl.col("_na").fill_null(0)).alias("_na"))
+                (self._w(start.cum_sum()) + pl.col("_na").fill_null(0)).alias("_na"))
             self.era_a.update(last_per_group(df, GRP, [pl.col("_na").last()]))
             df = df.drop("_na")
         # era B prints the slot, not the task, on release and timing lines: the task is the
@@ -207,23 +219,23 @@ class LlamaStream(Stream):
 
     def _runs(self, df: pl.DataFrame) -> pl.DataFrame:
         df = self.runs.attach(df)
-        t = pl.col("t_rel").forward_fill().over(GRP).fill_null(pl.col("_st"))
-        backstep = (t < t.shift(1).over(GRP).fill_null(pl.col("_st")) - CLOCK_BACKSTEP_S
+        t = self._w(pl.col("t_rel").forward_fill()).fill_null(pl.col("_st"))
+        backstep = (t < self._w(t.shift(1)).fill_null(pl.col("_st")) - CLOCK_BACKSTEP_S
                     ).fill_null(False)
         is_start = pl.col("variant").is_in(RUN_START_VARIANTS)
         is_request = pl.col("kind").is_in(REQUEST_KINDS).cast(pl.Int64)
-        requests_before = (is_request.cum_sum().over(GRP) - is_request
+        requests_before = (self._w(is_request.cum_sum()) - is_request
                            + pl.col("_sreq").fill_null(0))
         candidate = backstep | is_start
         # requests seen up to the previous candidate (counts only grow: accepted or not, alike)
-        at_prev = (pl.when(candidate).then(requests_before).shift(1).forward_fill().over(GRP)
+        at_prev = (self._w(pl.when(candidate).then(requests_before).shift(1).forward_fill())
                    .fill_null(pl.col("_sat")).fill_null(0))
         restart = backstep | (is_start & (requests_before > at_prev))
         df = df.with_columns(
-            (restart.cast(pl.Int32).cum_sum().over(GRP) + pl.col("_srun").fill_null(1))
+            (self._w(restart.cast(pl.Int32).cum_sum()) + pl.col("_srun").fill_null(1))
             .alias("run"),
             t.alias("_st"), (requests_before + is_request).alias("_sreq"),
-            pl.when(candidate).then(requests_before).forward_fill().over(GRP)
+            self._w(pl.when(candidate).then(requests_before).forward_fill())
             .fill_null(pl.col("_sat")).alias("_sat"))
         self.runs.update(last_per_group(df, GRP, [
             pl.col("_st").last(), pl.col("_sreq").last(), pl.col("_sat").last(),
