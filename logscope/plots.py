@@ -281,19 +281,13 @@ def plot_acceptance(logs_list, labels=None) -> Figure:
         r = acceptance_requests(lg, name)
         if r.height:
             lab = f"{name}: per request, exact (n={r.height})"
-            sc = ax_r.scatter(r["depth"].to_numpy(), r["rate"].to_numpy(), color=c, s=36,
-                              label=lab)
-            sc.set_gid(f"{name}|llama:request|rate")
-            sc = ax_rt.scatter(r["t"].to_numpy(), r["rate"].to_numpy(), color=c, s=36,
-                               label=lab)
-            sc.set_gid(f"{name}|llama:request|rate_time")
             ml = r.drop_nulls("mean_len")
-            sc = ax_l.scatter(ml["depth"].to_numpy(), ml["mean_len"].to_numpy(), color=c, s=36,
-                              label=lab)
-            sc.set_gid(f"{name}|llama:request|mean_len")
-            sc = ax_lt.scatter(ml["t"].to_numpy(), ml["mean_len"].to_numpy(), color=c, s=36,
-                               label=lab)
-            sc.set_gid(f"{name}|llama:request|mean_len_time")
+            for ax, df, x, y, gid in ((ax_r, r, "depth", "rate", "rate"),
+                                      (ax_rt, r, "t", "rate", "rate_time"),
+                                      (ax_l, ml, "depth", "mean_len", "mean_len"),
+                                      (ax_lt, ml, "t", "mean_len", "mean_len_time")):
+                sc = ax.scatter(df[x].to_numpy(), df[y].to_numpy(), color=c, s=36, label=lab)
+                sc.set_gid(f"{name}|llama:request|{gid}")
             drawn += r.height
         w = acceptance_windows(lg, name)
         for col_name, ax in (("rate", ax_rt), ("mean_len", ax_lt)):
