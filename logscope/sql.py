@@ -1,4 +1,4 @@
-"""SQL over logscope's tables with DuckDB (optional: ``pip install 'logscope[sql]'``).
+"""SQL over logscope's tables with DuckDB (a dependency of logscope).
 
 One view per table — ``requests``, ``prompt_eval``, ``draft_acceptance``, ``retract``, ... —
 either over a Parquet dataset written by ``logscope ingest --dataset DIR`` (read with hive
@@ -41,7 +41,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-INSTALL_HINT = "DuckDB is not installed: pip install 'logscope[sql]' (or pip install duckdb)"
+INSTALL_HINT = "DuckDB is not installed: pip install duckdb (logscope depends on it)"
 
 
 class MissingDuckDB(ImportError):

@@ -91,4 +91,4 @@ def test_missing_duckdb_says_how_to_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "duckdb", None)  # import duckdb -> ImportError
     r = CliRunner().invoke(cli, ["sql", "SELECT 1", SPEC])
     assert r.exit_code == 1
-    assert "pip install 'logscope[sql]'" in r.output
+    assert "pip install duckdb" in r.output

@@ -80,7 +80,7 @@ def sql(query: str, logs: tuple[str, ...], dataset: str | None, fmt: str, engine
     prompt_eval, eval, draft_acceptance, retract, preemption, lines_classified, ...), from a
     --dataset directory (partition columns engine, host, date as strings) or from LOG files.
 
-    Needs DuckDB: pip install 'logscope[sql]'.
+    DuckDB is installed with logscope.
 
     Prefill t/s by context depth bucket:
 
