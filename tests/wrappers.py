@@ -1,0 +1,1121 @@
+"""Wrapper renderers: the envelopes real logs arrive in, applied to bare server lines.
+
+Every entry of :data:`WRAPPERS` is ``wrap(lines, rng) -> lines``: it takes the bare lines of a
+server log (no trailing newline) and returns the same lines as a wrapper would have written them.
+
+Rules every wrapper keeps (``check_wrapper`` verifies them):
+
+* every bare line appears exactly once in the output, whole (never split, never dropped), in the
+  same order; it may be escaped (docker json-file, LocalAI ``line="..."``, Go slog ``msg="..."``)
+  when the wrapper's own syntax quotes it, and text may stand after it (padding, ``\\r``,
+  ``**``, a ``file.py:42`` column);
+* a wrapper may insert lines of its own application (a launcher's ``[DEBUG]`` lines, another
+  compose service); those carry no server message and no benchmark-figure anchor;
+* output is a function of ``(lines, rng)`` only: same Random state, same output.
+
+:data:`CATALOGUE` holds the same functions with data about them (where the shape was seen, whether
+the wrapper inserts lines, escapes the server line, or appends text after it), and
+:func:`compose` applies several in a row (innermost first). No text was copied from the threads
+named in ``source``: every shape is rendered here with invented values.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta, timezone
+
+Wrapper = Callable[[list[str], random.Random], list[str]]
+
+
+@dataclass(frozen=True)
+class WrapperInfo:
+    name: str
+    fn: Wrapper
+    source: str
+    inserts: bool = False  # adds lines of its own app (no server message in them)
+    escapes: bool = False  # the server line is quoted / escaped in the wrapper's own syntax
+    suffix: bool = False  # text stands after the server line (padding, "\r", "**", file:line)
+
+    @property
+    def doc(self) -> str:
+        return (self.fn.__doc__ or "").strip()
+
+    @property
+    def title(self) -> str:
+        return self.doc.splitlines()[0] if self.doc else self.name
+
+
+CATALOGUE: dict[str, WrapperInfo] = {}
+WRAPPERS: dict[str, Wrapper] = {}
+
+
+def _register(name: str, source: str, *, inserts: bool = False, escapes: bool = False,
+              suffix: bool = False) -> Callable[[Wrapper], Wrapper]:
+    def deco(fn: Wrapper) -> Wrapper:
+        if name in CATALOGUE:
+            raise ValueError(f"duplicate wrapper {name!r}")
+        CATALOGUE[name] = WrapperInfo(name, fn, source, inserts, escapes, suffix)
+        WRAPPERS[name] = fn
+        return fn
+    return deco
+
+
+def compose(names: list[str] | tuple[str, ...], lines: list[str],
+            rng: random.Random) -> list[str]:
+    """Apply the wrappers ``names`` in a row, the first innermost.
+
+    ``compose(["ansi_level", "docker_compose", "kubectl"], lines, rng)``: colour codes from the app,
+    then the docker compose service column, then ``kubectl logs --timestamps`` in front of it all.
+    """
+    out = list(lines)
+    for name in names:
+        out = WRAPPERS[name](out, rng)
+    return out
+
+
+# --------------------------------------------------------------------------- clocks and helpers
+
+_ZONES: list[tuple[int, str]] = [(0, "UTC"), (60, "CET"), (120, "CEST"), (-300, "EST"),
+                                 (-420, "PDT"), (330, "IST"), (480, "CST"), (540, "JST")]
+
+
+class _Clock:
+    """A monotonic wall clock with a random start in 2025/2026 and small random steps."""
+
+    def __init__(self, rng: random.Random, months: list[int] | None = None,
+                 zone: tuple[int, str] | None = None) -> None:
+        self.rng = rng
+        month = rng.choice(months) if months else rng.randint(1, 12)
+        start = datetime(rng.choice([2025, 2026]), month, rng.randint(1, 28), rng.randint(0, 23),
+                         rng.randint(0, 59), rng.randint(0, 59))
+        self.ns = int(start.replace(tzinfo=UTC).timestamp()) * 10**9 + rng.randint(0, 10**9 - 1)
+        self.zone = zone or rng.choice(_ZONES)
+        self.tz = timezone(timedelta(minutes=self.zone[0]))
+
+    def tick(self) -> datetime:
+        self.ns += self.rng.randint(0, 350_000_000)
+        return self.now()
+
+    def now(self) -> datetime:
+        return datetime.fromtimestamp(self.ns // 10**9, UTC).astimezone(self.tz).replace(
+            microsecond=(self.ns % 10**9) // 1000)
+
+    @property
+    def nanos(self) -> int:
+        return self.ns % 10**9
+
+    @property
+    def unix(self) -> float:
+        return self.ns / 10**9
+
+
+def _offset(dt: datetime, colon: bool = True) -> str:
+    off = dt.utcoffset() or timedelta(0)
+    mins = int(off.total_seconds() // 60)
+    sign = "+" if mins >= 0 else "-"
+    h, m = divmod(abs(mins), 60)
+    return f"{sign}{h:02d}:{m:02d}" if colon else f"{sign}{h:02d}{m:02d}"
+
+
+def _rfc3339nano(clock: _Clock, utc: bool = True) -> str:
+    """Go's ``time.RFC3339Nano``: trailing zeros of the fraction trimmed, dot dropped if none."""
+    dt = clock.now()
+    if utc:
+        dt = dt.astimezone(UTC)
+    frac = f"{clock.nanos:09d}".rstrip("0")
+    base = dt.strftime("%Y-%m-%dT%H:%M:%S") + (f".{frac}" if frac else "")
+    return base + ("Z" if utc else _offset(dt))
+
+
+def _go_json_string(s: str) -> str:
+    """A string as Go's ``encoding/json`` writes it (HTML-safe escaping, raw non-ASCII)."""
+    out = ['"']
+    for ch in s:
+        o = ord(ch)
+        if ch == '"':
+            out.append('\\"')
+        elif ch == "\\":
+            out.append("\\\\")
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\r":
+            out.append("\\r")
+        elif ch == "\t":
+            out.append("\\t")
+        elif o < 0x20 or ch in "<>&" or o in (0x2028, 0x2029):
+            out.append(f"\\u{o:04x}")
+        else:
+            out.append(ch)
+    out.append('"')
+    return "".join(out)
+
+
+def _go_quote(s: str) -> str:
+    """Go's ``strconv.Quote`` (what slog's text handler does to a value with spaces)."""
+    esc = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t",
+           "\v": "\\v", '"': '\\"', "\\": "\\\\"}
+    out = ['"']
+    for ch in s:
+        if ch in esc:
+            out.append(esc[ch])
+        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
+            out.append(f"\\x{ord(ch):02x}")
+        elif not ch.isprintable() and ch != " ":
+            out.append(f"\\u{ord(ch):04x}" if ord(ch) <= 0xFFFF else f"\\U{ord(ch):08x}")
+        else:
+            out.append(ch)
+    out.append('"')
+    return "".join(out)
+
+
+def _interleave(lines: list[str], rng: random.Random, make: Callable[[], str],
+                rate: float) -> list[str]:
+    """Insert ``make()`` lines between the bare ones, about ``rate`` per bare line."""
+    out: list[str] = []
+    for ln in lines:
+        while rng.random() < rate:
+            out.append(make())
+        out.append(ln)
+    return out
+
+
+_MODELS = ["Qwen3-30B-A3B-Q4_K_M.gguf", "gemma-3-27b-it-Q5_K_S.gguf",
+           "Mistral-Small-3.2-24B-Instruct-Q6_K.gguf", "GLM-4.5-Air-IQ4_XS-00001-of-00002.gguf",
+           "Llama-3.3-70B-Instruct-Q3_K_L.gguf"]
+_HOSTS = ["gpu-box", "tower", "ml01", "rig-3090", "nuc", "homelab", "dgx-a7", "srv-ai"]
+
+# lines of a wrapper's own app: benign (no figure anchor), so an inserted line is never "drift"
+_APP_MESSAGES = [
+    "Checking server health", "Health check OK", "Polling /health", "UI state saved",
+    "Model status: ready", "Watching config file for changes", "Settings loaded from profile",
+    "Request forwarded to backend", "Connection pool: 2 idle", "Heartbeat",
+]
+
+
+# ------------------------------------------------------------------------------ GUI launchers
+
+
+@_register("gui_launcher", "issue 12 (a desktop launcher that logs the server's stderr)")
+def gui_launcher(lines: list[str], rng: random.Random) -> list[str]:
+    """GUI launcher: ``YYYY-mm-dd HH:MM:SS.mmm [Info] (Process) `` before every line.
+
+    ``2026-06-10 20:02:40.771 [Info] (Process) 2.16.615.729 I slot print_timing: id  0 | ...``
+    """
+    c = _Clock(rng)
+    out = []
+    for ln in lines:
+        t = c.tick()
+        out.append(f"{t:%Y-%m-%d %H:%M:%S}.{t.microsecond // 1000:03d} [Info] (Process) {ln}")
+    return out
+
+
+@_register("leading_space_app", "issue 12 (a launcher printing child lines with one leading "
+           "space between its own DEBUG lines)", inserts=True)
+def leading_space_app(lines: list[str], rng: random.Random) -> list[str]:
+    """Leading single space + interleaved app lines ``YYYY-mm-dd HH:MM:SS [DEBUG] ...``.
+
+    `` 0.43.150.974 I slot print_timing: id  0 | ...`` between
+    ``2026-06-05 10:33:08 [DEBUG] Checking server health``
+    """
+    c = _Clock(rng)
+
+    def app() -> str:
+        return f"{c.tick():%Y-%m-%d %H:%M:%S} [DEBUG] {rng.choice(_APP_MESSAGES)}"
+
+    marked = _interleave(["\0" + ln for ln in lines], rng, app, 0.3)
+    return [" " + ln[1:] if ln.startswith("\0") else ln for ln in marked]
+
+
+@_register("lmstudio", "LM Studio server log view (shape approximated)", inserts=True)
+def lmstudio(lines: list[str], rng: random.Random) -> list[str]:
+    """LM Studio-like: ``[YYYY-mm-dd HH:MM:SS][DEBUG] `` on engine lines, its own INFO lines.
+
+    ``[2026-02-11 18:04:51][DEBUG] slot print_timing: id  0 | task 12 | ...``
+    """
+    c = _Clock(rng)
+
+    def app() -> str:
+        return (f"[{c.tick():%Y-%m-%d %H:%M:%S}][INFO][LM STUDIO SERVER] "
+                f"{rng.choice(_APP_MESSAGES)}")
+
+    marked = _interleave(["\0" + ln for ln in lines], rng, app, 0.1)
+    return [f"[{c.tick():%Y-%m-%d %H:%M:%S}][DEBUG] {ln[1:]}" if ln.startswith("\0") else ln
+            for ln in marked]
+
+
+@_register("textgen_webui", "text-generation-webui console (its `HH:MM:SS-ffffff LEVEL` logger)")
+def textgen_webui(lines: list[str], rng: random.Random) -> list[str]:
+    """text-generation-webui logger: ``HH:MM:SS-ffffff INFO     `` before the child line.
+
+    ``18:25:21-590285 INFO     0.43.150.974 I slot print_timing: id  0 | ...``
+    """
+    c = _Clock(rng)
+    return [f"{(t := c.tick()):%H:%M:%S}-{t.microsecond:06d} INFO     {ln}" for ln in lines]
+
+
+@_register("jan", "Jan desktop app log (tauri llamacpp plugin; shape approximated)")
+def jan(lines: list[str], rng: random.Random) -> list[str]:
+    """Jan app log: ``[YYYY-mm-dd][HH:MM:SS][tauri_plugin_llamacpp::commands][INFO] [llamacpp] ``.
+
+    ``[2026-04-02][09:14:03][tauri_plugin_llamacpp::commands][INFO] [llamacpp] srv  ...``
+    """
+    c = _Clock(rng)
+    return [f"[{(t := c.tick()):%Y-%m-%d}][{t:%H:%M:%S}][tauri_plugin_llamacpp::commands][INFO] "
+            f"[llamacpp] {ln}" for ln in lines]
+
+
+# ----------------------------------------------------------------------------- journald family
+
+_MONTHS = {
+    "en": ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"],
+    "de": ["Jan", "Feb", "Mär", "Apr", "Mai", "Jun", "Jul", "Aug", "Sep", "Okt", "Nov", "Dez"],
+    "es": ["ene", "feb", "mar", "abr", "may", "jun", "jul", "ago", "sep", "oct", "nov", "dic"],
+    "it": ["gen", "feb", "mar", "apr", "mag", "giu", "lug", "ago", "set", "ott", "nov", "dic"],
+    "fr": ["janv.", "févr.", "mars", "avril", "mai", "juin", "juil.", "août", "sept.", "oct.",
+           "nov.", "déc."],
+    "nl": ["jan", "feb", "mrt", "apr", "mei", "jun", "jul", "aug", "sep", "okt", "nov", "dec"],
+    "pt": ["jan", "fev", "mar", "abr", "mai", "jun", "jul", "ago", "set", "out", "nov", "dez"],
+}
+# months whose abbreviation differs from English, per locale (the ones a parser can trip on)
+_ODD_MONTHS = {"de": [3, 5, 10, 12], "es": [1, 4, 8, 12], "it": [1, 5, 6, 8, 12],
+               "fr": [2, 7, 8, 12], "nl": [3, 5, 10], "pt": [2, 5, 9, 10, 12]}
+_IDENTS = ["llama-server", "llama-server@qwen", "vllm", "sglang", "python3", "start.sh",
+           "docker", "ollama"]
+_WEEKDAYS = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"]
+
+
+def _journal(lines: list[str], rng: random.Random, stamp: Callable[[_Clock], str],
+             host: str | None = None, ident: str | None = None,
+             months: list[int] | None = None) -> list[str]:
+    c = _Clock(rng, months=months)
+    host = rng.choice(_HOSTS) if host is None else host
+    ident = ident or rng.choice(_IDENTS)
+    pid = rng.randint(300, 99999)
+    sep = " " if host else ""
+    out = []
+    for ln in lines:
+        c.tick()
+        out.append(f"{stamp(c)} {host}{sep}{ident}[{pid}]: {ln}")
+    return out
+
+
+def _short(c: _Clock, loc: str = "en") -> str:
+    t = c.now()
+    return f"{_MONTHS[loc][t.month - 1]} {t:%d %H:%M:%S}"
+
+
+@_register("journald_short", "systemd journal `journalctl` default output (many issue threads)")
+def journald_short(lines: list[str], rng: random.Random) -> list[str]:
+    """journald short: ``Mon DD HH:MM:SS host ident[pid]: ``.
+
+    ``Jun 18 08:57:40 gpu-box llama-server[1351]: 0.43.150.974 I slot print_timing: ...``
+    """
+    return _journal(lines, rng, _short)
+
+
+@_register("journald_odd_ident", "issue 12 (empty hostname, identifier ending in a colon)")
+def journald_odd_ident(lines: list[str], rng: random.Random) -> list[str]:
+    """journald short with an empty host field (double space) and an odd identifier.
+
+    ``Jun 18 08:57:40  llama-Qwen:[1351]: 0.43.150.974 I slot print_timing: ...``
+    """
+    ident = rng.choice(["llama-Qwen:", "llama.cpp-gemma", "run_llm.sh", "llama-swap:",
+                        "vllm-serve@0", "sglang.launch_server"])
+    return _journal(lines, rng, _short, host="", ident=ident)
+
+
+def _journald_locale(loc: str) -> Wrapper:
+    def wrap(lines: list[str], rng: random.Random) -> list[str]:
+        return _journal(lines, rng, lambda c: _short(c, loc), months=_ODD_MONTHS[loc])
+    return wrap
+
+
+_LOCALE_EXAMPLES = {"de": "Okt 03", "es": "ago 05", "it": "dic 12", "fr": "déc. 09",
+                    "nl": "mei 21", "pt": "out 14"}
+for _loc, _ex in _LOCALE_EXAMPLES.items():
+    _fn = _journald_locale(_loc)
+    _fn.__name__ = f"journald_{_loc}"
+    _fn.__doc__ = (f"journald short with {_loc} month names ({', '.join(_MONTHS[_loc])}).\n\n"
+                   f"``{_ex} 08:57:40 gpu-box llama-server[1351]: 0.43.150.974 I slot ...``")
+    _register(f"journald_{_loc}", f"journalctl under a {_loc} locale (issue threads by users "
+              "of that locale, e.g. LocalAI / llama.cpp)")(_fn)
+
+
+@_register("journald_short_iso", "`journalctl -o short-iso` (llama.cpp / vLLM issue threads)")
+def journald_short_iso(lines: list[str], rng: random.Random) -> list[str]:
+    """journalctl -o short-iso: ``YYYY-mm-ddTHH:MM:SS+hh:mm host ident[pid]: ``.
+
+    ``2026-03-11T07:52:18+01:00 gpu-box vllm[2214]: INFO 03-11 07:52:18 [loggers.py:118] ...``
+    """
+    colon = rng.random() < 0.5  # systemd < 250 prints +0100
+    return _journal(lines, rng,
+                    lambda c: f"{c.now():%Y-%m-%dT%H:%M:%S}{_offset(c.now(), colon)}")
+
+
+@_register("journald_short_precise", "`journalctl -o short-precise`")
+def journald_short_precise(lines: list[str], rng: random.Random) -> list[str]:
+    """journalctl -o short-precise: ``Mon DD HH:MM:SS.ffffff host ident[pid]: ``.
+
+    ``Jun 18 08:57:40.123456 gpu-box llama-server[12]: 0.43.150.974 I slot ...``
+    """
+    return _journal(lines, rng, lambda c: f"{_short(c)}.{c.now().microsecond:06d}")
+
+
+@_register("journald_short_iso_precise", "`journalctl -o short-iso-precise`")
+def journald_short_iso_precise(lines: list[str], rng: random.Random) -> list[str]:
+    """journalctl -o short-iso-precise: ``YYYY-mm-ddTHH:MM:SS.ffffff+hh:mm host ident[pid]: ``.
+
+    ``2026-03-11T07:52:18.204913+01:00 gpu-box sglang[2214]: [2026-03-11 07:52:18] Decode ...``
+    """
+    return _journal(lines, rng, lambda c: f"{c.now():%Y-%m-%dT%H:%M:%S.%f}{_offset(c.now())}")
+
+
+@_register("journald_short_full", "`journalctl -o short-full`")
+def journald_short_full(lines: list[str], rng: random.Random) -> list[str]:
+    """journalctl -o short-full: ``Www YYYY-mm-dd HH:MM:SS TZ host ident[pid]: ``.
+
+    ``Thu 2026-06-18 08:57:40 CEST gpu-box llama-server[1351]: 0.43.150.974 I slot ...``
+    """
+    def stamp(c: _Clock) -> str:
+        t = c.now()
+        return f"{_WEEKDAYS[t.weekday()]} {t:%Y-%m-%d %H:%M:%S} {c.zone[1]}"
+    return _journal(lines, rng, stamp)
+
+
+@_register("journald_short_monotonic", "`journalctl -o short-monotonic`")
+def journald_short_monotonic(lines: list[str], rng: random.Random) -> list[str]:
+    """journalctl -o short-monotonic: ``[ secs.ffffff] host ident[pid]: `` (time since boot).
+
+    ``[ 8123.456789] gpu-box llama-server[1351]: 0.43.150.974 I slot ...``
+    """
+    c = _Clock(rng)
+    start = c.ns // 1000 - rng.randint(30, 900000) * 10**6  # boot time, in microseconds
+    host, ident, pid = rng.choice(_HOSTS), rng.choice(_IDENTS), rng.randint(300, 99999)
+    out = []
+    for ln in lines:
+        c.tick()
+        us = c.ns // 1000 - start
+        out.append(f"[{us // 10**6:5d}.{us % 10**6:06d}] {host} {ident}[{pid}]: {ln}")
+    return out
+
+
+@_register("journald_short_unix", "`journalctl -o short-unix`")
+def journald_short_unix(lines: list[str], rng: random.Random) -> list[str]:
+    """journalctl -o short-unix: ``secs.ffffff host ident[pid]: ``.
+
+    ``1781772660.123456 gpu-box vllm[12]: INFO 06-18 08:57:40 [loggers.py:118] Engine 000: ...``
+    """
+    return _journal(lines, rng, lambda c: f"{c.ns // 10**9}.{c.now().microsecond:06d}")
+
+
+@_register("rsyslog_traditional", "/var/log/syslog (rsyslog traditional file format)")
+def rsyslog_traditional(lines: list[str], rng: random.Random) -> list[str]:
+    """rsyslog traditional: ``Mon _D HH:MM:SS host ident[pid]: `` (day padded with a space).
+
+    ``Jun  8 08:57:40 gpu-box llama-server[1351]: 0.43.150.974 I slot ...``
+    """
+    def stamp(c: _Clock) -> str:
+        t = c.now()
+        return f"{_MONTHS['en'][t.month - 1]} {t.day:2d} {t:%H:%M:%S}"
+    return _journal(lines, rng, stamp)
+
+
+@_register("syslog_rfc5424", "syslog over the network / rsyslog RFC5424 templates")
+def syslog_rfc5424(lines: list[str], rng: random.Random) -> list[str]:
+    """syslog RFC 5424: ``<PRI>1 TIMESTAMP HOST APP PROCID MSGID SD MSG``.
+
+    ``<14>1 2026-01-02T03:04:05.123456+00:00 gpu-box llama-server 1351 - - 0.43.150.974 I ...``
+    """
+    c = _Clock(rng)
+    host, app, pid = rng.choice(_HOSTS), rng.choice(_IDENTS), rng.randint(300, 99999)
+    sd = rng.choice(["-", '[meta sequenceId="1"]'])
+    out = []
+    for i, ln in enumerate(lines):
+        t = c.tick()
+        pri = rng.choice([14, 11, 30, 134])
+        sdi = sd.replace('"1"', f'"{i + 1}"')
+        out.append(f"<{pri}>1 {t:%Y-%m-%dT%H:%M:%S.%f}{_offset(t)} {host} {app} {pid} - {sdi} {ln}")
+    return out
+
+
+@_register("syslog_rfc3164", "syslog received on the network (BSD syslog with PRI)")
+def syslog_rfc3164(lines: list[str], rng: random.Random) -> list[str]:
+    """BSD syslog RFC 3164 with PRI: ``<PRI>Mon DD HH:MM:SS host ident[pid]: ``.
+
+    ``<30>Jun 18 08:57:40 gpu-box llama-server[1351]: 0.43.150.974 I slot ...``
+    """
+    return _journal(lines, rng, lambda c: f"<{rng.choice([30, 27, 134])}>{_short(c)}")
+
+
+# ------------------------------------------------------------------------------------- LocalAI
+
+
+@_register("localai_grpc_quoted", "LocalAI issue threads (logger quoting the backend's stderr)",
+           inserts=True, escapes=True, suffix=True)
+def localai_grpc_quoted(lines: list[str], rng: random.Random) -> list[str]:
+    """LocalAI quoting the backend line: ``DEBUG GRPC stderr id="..." line="<\\" escaped>" ...``.
+
+    ``Aug 05 15:27:04 DEBUG GRPC stderr id="model.gguf-127.0.0.1:42043" line="3.28.844.467 I slot
+    print_timing: ..." caller={caller.file="/build/pkg/model/process.go"  caller.L=219 } ``
+    """
+    c = _Clock(rng)
+    model = rng.choice(_MODELS)
+    port = rng.randint(30000, 60000)
+    lno = rng.randint(150, 260)
+
+    def app() -> str:
+        return (f"{_short(c)} DEBUG [WatchDog] Watchdog checks for idle connections "
+                f'caller={{caller.file="/build/pkg/model/watchdog.go"  caller.L={lno + 300} }} ')
+
+    def quote(s: str) -> str:
+        return s.replace("\\", "\\\\").replace('"', '\\"')
+
+    out = []
+    for ln in _interleave(["\0" + ln for ln in lines], rng, app, 0.15):
+        if ln.startswith("\0"):
+            c.tick()
+            out.append(f'{_short(c)} DEBUG GRPC stderr id="{model}-127.0.0.1:{port}" '
+                       f'line="{quote(ln[1:])}" caller={{caller.file="/build/pkg/model/process.go"'
+                       f"  caller.L={lno} }} ")
+        else:
+            out.append(ln)
+    return out
+
+
+@_register("localai_grpc_legacy", "LocalAI issue threads (older zerolog console, 2023-2024)")
+def localai_grpc_legacy(lines: list[str], rng: random.Random) -> list[str]:
+    """LocalAI zerolog console: ``H:MMPM DBG GRPC(<model>-127.0.0.1:<port>): stderr ``.
+
+    ``12:47AM DBG GRPC(Qwen3-30B-A3B-Q4_K_M.gguf-127.0.0.1:38219): stderr slot print_timing: ...``
+    """
+    c = _Clock(rng)
+    model = rng.choice(_MODELS)
+    port = rng.randint(30000, 60000)
+    out = []
+    for ln in lines:
+        t = c.tick()
+        h = t.hour % 12 or 12
+        out.append(f"{h}:{t:%M}{'AM' if t.hour < 12 else 'PM'} DBG GRPC({model}-127.0.0.1:"
+                   f"{port}): stderr {ln}")
+    return out
+
+
+@_register("docker_desktop",
+           "Docker Desktop log view copy (local timestamp column; LocalAI threads)")
+def docker_desktop(lines: list[str], rng: random.Random) -> list[str]:
+    """Docker Desktop log pane: ``YYYY-mm-dd HH:MM:SS `` (local time) before each line.
+
+    ``2026-09-27 07:04:23 INFO 09-27 07:04:23 [loggers.py:118] Engine 000: ...``
+    """
+    c = _Clock(rng)
+    return [f"{c.tick():%Y-%m-%d %H:%M:%S} {ln}" for ln in lines]
+
+
+# --------------------------------------------------------------------------- paste and terminal
+
+
+@_register("indent2", "GitHub / forum pastes indented as a code block or list item")
+def indent2(lines: list[str], rng: random.Random) -> list[str]:
+    """Two-space indentation on every line.
+
+    ``  [2025-03-19 14:10:08 TP0] Prefill batch. #new-seq: 3, ...``
+    """
+    return ["  " + ln for ln in lines]
+
+
+@_register("indent_tab", "pastes indented with a tab (mail clients, markdown code blocks)")
+def indent_tab(lines: list[str], rng: random.Random) -> list[str]:
+    """A tab before every line.
+
+    ``\\tINFO 04-22 14:12:05 [loggers.py:87] Engine 000: ...``
+    """
+    return ["\t" + ln for ln in lines]
+
+
+@_register("markdown_quote", "forum / GitHub quote blocks (`> ` on each line)")
+def markdown_quote(lines: list[str], rng: random.Random) -> list[str]:
+    """Markdown quote: ``> `` before every line.
+
+    ``> INFO 04-22 14:12:05 [loggers.py:87] Engine 000: Avg prompt throughput: ...``
+    """
+    return ["> " + ln for ln in lines]
+
+
+@_register("markdown_bold", "issue threads pasting one warning in bold (`**...**`)", suffix=True)
+def markdown_bold(lines: list[str], rng: random.Random) -> list[str]:
+    """Markdown bold around the whole line: ``**<line>**``.
+
+    ``**WARNING 10-02 09:14:20 scheduler.py:1089] Sequence group 12 is preempted by ...**``
+    """
+    return [f"**{ln}**" for ln in lines]
+
+
+@_register("gutter_cat_n", "`cat -n` output pasted")
+def gutter_cat_n(lines: list[str], rng: random.Random) -> list[str]:
+    """cat -n gutter: ``%6d\\t`` before every line, numbered from 1.
+
+    ``   683\\tINFO 09-07 16:35:54 [metrics.py:433] Avg prompt throughput: ...``
+    """
+    return [f"{i:6d}\t{ln}" for i, ln in enumerate(lines, 1)]
+
+
+@_register("gutter_editor", "issue 12 (an editor / viewer copy with line numbers)")
+def gutter_editor(lines: list[str], rng: random.Random) -> list[str]:
+    """Editor gutter: ``N `` (no padding) from a line in the middle of the file.
+
+    ``683 INFO 09-07 16:35:54 [metrics.py:433] Avg prompt throughput: ...``
+    """
+    start = rng.randint(1, 5000)
+    return [f"{i} {ln}" for i, ln in enumerate(lines, start)]
+
+
+@_register("gutter_less_n", "`less -N` screen copy")
+def gutter_less_n(lines: list[str], rng: random.Random) -> list[str]:
+    """less -N gutter: ``%7d `` before every line.
+
+    ``    683 INFO 09-07 16:35:54 [metrics.py:433] Avg prompt throughput: ...``
+    """
+    start = rng.randint(1, 900)
+    return [f"{i:7d} {ln}" for i, ln in enumerate(lines, start)]
+
+
+def _pad(ln: str, width: int) -> str:
+    n = len(ln)
+    target = width if n <= width else -(-n // width) * width
+    return ln + " " * (target - n)
+
+
+@_register("trailing_spaces_120", "issue 12 (terminal copy padding to the window width)",
+           suffix=True)
+def trailing_spaces_120(lines: list[str], rng: random.Random) -> list[str]:
+    """Trailing spaces to 120 columns (or the next multiple of 120 for longer lines).
+
+    ``0.47.000.000 I slot get_availabl: id  1 | task -1 | selected slot by LRU, t_last = -1    ``
+    """
+    return [_pad(ln, 120) for ln in lines]
+
+
+@_register("trailing_spaces_200", "terminal copy from a wide window", suffix=True)
+def trailing_spaces_200(lines: list[str], rng: random.Random) -> list[str]:
+    """Trailing spaces to 200 columns (or the next multiple of 200).
+
+    ``[2025-03-19 14:10:19 TP0] Decode batch. #running-req: 12, ...                     ``
+    """
+    return [_pad(ln, 200) for ln in lines]
+
+
+@_register("tmux_capture", "`tmux capture-pane -J` / GNU screen hardcopy", inserts=True,
+           suffix=True)
+def tmux_capture(lines: list[str], rng: random.Random) -> list[str]:
+    """tmux/screen capture: lines padded to the pane width (kept whole), shell prompt around.
+
+    ``user@gpu-box:~$ ./llama-server -m model.gguf`` then padded server lines
+    """
+    width = rng.choice([159, 191, 211, 238])
+    host = rng.choice(_HOSTS)
+    prompt = f"user@{host}:~$ "
+    head = [_pad(prompt + rng.choice(["./run.sh", "docker compose up", "tail -f server.log"]),
+                 width)]
+    return head + [_pad(ln, width) for ln in lines] + [_pad(prompt, width)]
+
+
+@_register("crlf", "Windows consoles and Notepad saves (CRLF line ends)", suffix=True)
+def crlf(lines: list[str], rng: random.Random) -> list[str]:
+    """CRLF: a ``\\r`` at the end of every line (the ``\\n`` is added by the writer).
+
+    ``INFO 04-22 14:12:05 [loggers.py:87] Engine 000: Avg prompt throughput: ...\\r``
+    """
+    return [ln + "\r" for ln in lines]
+
+
+@_register("windows_service", "NSSM / Windows service wrappers (bracketed local time, CRLF)",
+           suffix=True)
+def windows_service(lines: list[str], rng: random.Random) -> list[str]:
+    """Windows service / NSSM-style: ``[YYYY-mm-dd HH:MM:SS] `` and CRLF.
+
+    ``[2026-01-02 03:04:05] 0.43.150.974 I slot print_timing: id  0 | ...\\r``
+    """
+    c = _Clock(rng)
+    return [f"[{c.tick():%Y-%m-%d %H:%M:%S}] {ln}\r" for ln in lines]
+
+
+# -------------------------------------------------------------------------------- ANSI colours
+
+_LEVEL_RE = re.compile(r"(?<![\w.])(INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL|[IWEDT])(?=[\s:])")
+_ANSI_LEVEL = {"INFO": "32", "WARNING": "33", "WARN": "33", "ERROR": "31", "DEBUG": "37",
+               "CRITICAL": "35", "I": "32", "W": "35", "E": "31", "D": "33", "T": "37"}
+
+
+@_register("ansi_line", "coloured terminals (`--log-colors`, rich consoles) pasted raw")
+def ansi_line(lines: list[str], rng: random.Random) -> list[str]:
+    """ANSI colour around the whole line: ``\\x1b[32m<line>\\x1b[0m``.
+
+    ``\\x1b[32mINFO 04-22 14:12:05 [loggers.py:87] Engine 000: ...\\x1b[0m``
+    """
+    colour = rng.choice(["32", "36", "1;37", "0;33"])
+    return [f"\x1b[{colour}m{ln}\x1b[0m" if ln else ln for ln in lines]
+
+
+@_register("ansi_level", "vLLM ColoredFormatter / llama.cpp --log-colors (colour on the level)")
+def ansi_level(lines: list[str], rng: random.Random) -> list[str]:
+    """ANSI colour around the level word (or the first token when there is none).
+
+    ``\\x1b[32mINFO\\x1b[0m 04-22 14:12:05 [loggers.py:87] Engine 000: ...``
+    """
+    out = []
+    for ln in lines:
+        m = _LEVEL_RE.search(ln, 0, 80)
+        if m:
+            code = _ANSI_LEVEL[m.group(1)]
+            out.append(f"{ln[:m.start()]}\x1b[{code}m{m.group(1)}\x1b[0m{ln[m.end():]}")
+        elif ln:
+            head, sep, rest = ln.partition(" ")
+            out.append(f"\x1b[90m{head}\x1b[0m{sep}{rest}")
+        else:
+            out.append(ln)
+    return out
+
+
+@_register("ansi_caret", "pastes where ESC became visible (`less`/`cat -v` `^[[...m`, lost ESC)")
+def ansi_caret(lines: list[str], rng: random.Random) -> list[str]:
+    """Colour codes with a visible or lost ESC: ``^[[32m`` or ``[32m`` around the line.
+
+    ``^[[1;36m(APIServer pid=9)^[[0;0m INFO 06-30 ...`` style, here around the whole line
+    """
+    esc = rng.choice(["^[", "", "ESC"])
+    return [f"{esc}[1;36m{ln}{esc}[0;0m" if ln else ln for ln in lines]
+
+
+# --------------------------------------------------------------------------- Ray / distributed
+
+_RAY_ACTORS = ["SGLangEngine", "vLLMEngine", "RayWorkerWrapper", "WorkerDict", "LLMServer",
+               "ServeReplica:default:VLLMDeployment", "EngineCoreActor"]
+
+
+@_register("ray_actor", "SGLang / verl / OpenRLHF issue threads (Ray actor stdout prefix)")
+def ray_actor(lines: list[str], rng: random.Random) -> list[str]:
+    """Ray actor prefix: ``(Actor pid=N) `` or ``(Actor pid=N, ip=10.x.x.x) ``.
+
+    ``(SGLangEngine pid=41820) [2026-03-22 13:53:37 TP0] Decode batch, ...``
+    """
+    actor = rng.choice(_RAY_ACTORS)
+    pid = rng.randint(1000, 99999)
+    ip = f", ip=10.{rng.randint(0, 255)}.{rng.randint(0, 255)}.{rng.randint(1, 254)}"
+    tag = f"({actor} pid={pid}{ip if rng.random() < 0.5 else ''}) "
+    return [tag + ln for ln in lines]
+
+
+@_register("ray_nested", "vLLM / Ray Data batch inference threads (nested actor names)")
+def ray_nested(lines: list[str], rng: random.Random) -> list[str]:
+    """Ray Data actor with nested parentheses in its name.
+
+    ``(MapWorker(MapBatches(vLLMEngineStageUDF)) pid=20874) INFO 07-27 22:30:35 [loggers.py:118]``
+    """
+    name = rng.choice(["MapWorker(MapBatches(vLLMEngineStageUDF))",
+                       "MapWorker(MapBatches(SGLangEngineStageUDF))",
+                       "_MapWorker(MapBatches(LLMPredictor))"])
+    pid = rng.randint(1000, 99999)
+    return [f"({name} pid={pid}) {ln}" for ln in lines]
+
+
+@_register("skypilot", "SkyPilot `sky logs` (task prefix)")
+def skypilot(lines: list[str], rng: random.Random) -> list[str]:
+    """SkyPilot task log: ``(task, pid=N) ``.
+
+    ``(task, pid=2041) INFO 04-22 14:12:05 [loggers.py:87] Engine 000: ...``
+    """
+    name = rng.choice(["task", "sglang", "vllm-serve", "setup"])
+    pid = rng.randint(1000, 99999)
+    return [f"({name}, pid={pid}) {ln}" for ln in lines]
+
+
+@_register("slurm_label", "`srun --label` multi-node launches")
+def slurm_label(lines: list[str], rng: random.Random) -> list[str]:
+    """srun --label: ``<task>: `` before each line.
+
+    ``0: INFO 04-22 14:12:05 [loggers.py:87] Engine 000: ...``
+    """
+    task = rng.choice([0, 0, 1, 3])
+    return [f"{task}: {ln}" for ln in lines]
+
+
+@_register("mpirun_tag", "`mpirun --tag-output` (Open MPI)")
+def mpirun_tag(lines: list[str], rng: random.Random) -> list[str]:
+    """Open MPI --tag-output: ``[job,rank]<stream>:`` glued to the line (no space).
+
+    ``[1,0]<stderr>:[2025-03-19 14:10:08 TP0] Prefill batch. ...``
+    """
+    job, rank = rng.randint(1, 9), rng.choice([0, 0, 1])
+    stream = rng.choice(["stdout", "stderr"])
+    return [f"[{job},{rank}]<{stream}>:{ln}" for ln in lines]
+
+
+@_register("torchrun_tee", "torchrun `--tee` / `--local-ranks-filter` output")
+def torchrun_tee(lines: list[str], rng: random.Random) -> list[str]:
+    """torchrun rank prefix glued to the line: ``[default0]:`` or ``[rank0]:``.
+
+    ``[default0]:INFO 04-22 14:12:05 [loggers.py:87] Engine 000: ...``
+    """
+    tag = rng.choice(["[default0]:", "[rank0]:", "[default1]:"])
+    return [tag + ln for ln in lines]
+
+
+# ------------------------------------------------------------------------------ Python logging
+
+
+@_register("pylog_comma_pid", "issue 12 (SGLang under a user's logging config, verl launchers)")
+def pylog_comma_pid(lines: list[str], rng: random.Random) -> list[str]:
+    """Python logging ``%(asctime)s %(levelname)s %(process)d [%(filename)s:%(lineno)d] ``.
+
+    ``2025-10-20 03:02:22,512 INFO 31223 [server_proc.py:222] [2025-10-20 03:02:22 TP0] Decode ...``
+    """
+    c = _Clock(rng)
+    pid = rng.randint(1000, 99999)
+    src = rng.choice(["server_proc.py:222", "launcher.py:88", "rollout.py:415"])
+    return [f"{(t := c.tick()):%Y-%m-%d %H:%M:%S},{t.microsecond // 1000:03d} INFO {pid} "
+            f"[{src}] {ln}" for ln in lines]
+
+
+@_register("pylog_brackets", "issue 12 (`[asctime][file:line][LEVEL]: ` logging configs)")
+def pylog_brackets(lines: list[str], rng: random.Random) -> list[str]:
+    """Python logging ``[%(asctime)s][%(filename)s:%(lineno)d][%(levelname)s]: ``.
+
+    ``[2026-04-15 17:13:10][engine_runner.py:424][INFO]: [2026-04-15 17:13:10] Prefill batch ...``
+    """
+    c = _Clock(rng)
+    src = rng.choice(["engine_runner.py:424", "proc.py:61", "serve.py:133"])
+    return [f"[{c.tick():%Y-%m-%d %H:%M:%S}][{src}][INFO]: {ln}" for ln in lines]
+
+
+@_register("pylog_basic", "Python `logging` classic `asctime - name - LEVEL - ` format")
+def pylog_basic(lines: list[str], rng: random.Random) -> list[str]:
+    """Python logging ``%(asctime)s - %(name)s - %(levelname)s - ``.
+
+    ``2026-01-02 03:04:05,123 - llm_runner - INFO - INFO 01-02 03:04:05 [loggers.py:118] ...``
+    """
+    c = _Clock(rng)
+    name = rng.choice(["llm_runner", "__main__", "bench.server", "root"])
+    return [f"{(t := c.tick()):%Y-%m-%d %H:%M:%S},{t.microsecond // 1000:03d} - {name} - INFO - "
+            f"{ln}" for ln in lines]
+
+
+@_register("pylog_default", "Python `logging.basicConfig()` default `LEVEL:name:` format")
+def pylog_default(lines: list[str], rng: random.Random) -> list[str]:
+    """Python logging default format ``%(levelname)s:%(name)s:%(message)s``.
+
+    ``INFO:root:0.43.150.974 I slot print_timing: id  0 | ...``
+    """
+    name = rng.choice(["root", "server", "subprocess"])
+    return [f"INFO:{name}:{ln}" for ln in lines]
+
+
+@_register("loguru", "loguru default format (RL frameworks, custom launchers)")
+def loguru(lines: list[str], rng: random.Random) -> list[str]:
+    """loguru: ``YYYY-mm-dd HH:MM:SS.mmm | INFO     | module:function:line - ``.
+
+    ``2026-01-02 03:04:05.123 | INFO     | runner:_pump:88 - [2026-01-02 03:04:05] Decode ...``
+    """
+    c = _Clock(rng)
+    where = rng.choice(["runner:_pump:88", "__main__:stream_output:41", "server:_reader:120"])
+    return [f"{(t := c.tick()):%Y-%m-%d %H:%M:%S}.{t.microsecond // 1000:03d} | INFO     | "
+            f"{where} - {ln}" for ln in lines]
+
+
+@_register("rich_handler", "rich.logging.RichHandler consoles (file:line column on the right)",
+           suffix=True)
+def rich_handler(lines: list[str], rng: random.Random) -> list[str]:
+    """rich RichHandler: ``[mm/dd/yy HH:MM:SS] INFO     <line>   file.py:42``.
+
+    ``[01/02/26 03:04:05] INFO     INFO 01-02 03:04:05 [loggers.py:118] Engine 000: ...  run.py:42``
+    """
+    c = _Clock(rng)
+    src = rng.choice(["run.py:42", "serve.py:118", "proc.py:7"])
+    return [f"[{c.tick():%m/%d/%y %H:%M:%S}] INFO     {ln}   {src}" for ln in lines]
+
+
+# ---------------------------------------------------------------------------- containers / k8s
+
+
+@_register("kubectl", "`kubectl logs --timestamps` / `docker logs -t` (vLLM, SGLang threads)")
+def kubectl(lines: list[str], rng: random.Random) -> list[str]:
+    """kubectl logs --timestamps: RFC 3339 nanoseconds in UTC (trailing zeros trimmed) + space.
+
+    ``2026-01-02T03:04:05.123456789Z INFO 01-02 03:04:05 [loggers.py:118] Engine 000: ...``
+    """
+    c = _Clock(rng)
+    out = []
+    for ln in lines:
+        c.tick()
+        out.append(f"{_rfc3339nano(c)} {ln}")
+    return out
+
+
+@_register("cri", "containerd / CRI-O container log files under /var/log/pods")
+def cri(lines: list[str], rng: random.Random) -> list[str]:
+    """CRI log file: ``RFC3339Nano+zone stream F `` (full lines only, never ``P``).
+
+    ``2026-01-02T03:04:05.123456789+00:00 stderr F INFO 01-02 03:04:05 [loggers.py:118] ...``
+    """
+    c = _Clock(rng, zone=rng.choice([(0, "UTC"), (60, "CET"), (480, "CST")]))
+    main = rng.choice(["stderr", "stdout"])
+    other = "stdout" if main == "stderr" else "stderr"
+    out = []
+    for ln in lines:
+        c.tick()
+        stream = other if rng.random() < 0.1 else main
+        out.append(f"{_rfc3339nano(c, utc=False)} {stream} F {ln}")
+    return out
+
+
+@_register("docker_json", "docker json-file driver (`/var/lib/docker/containers/*-json.log`)",
+           escapes=True)
+def docker_json(lines: list[str], rng: random.Random) -> list[str]:
+    """docker json-file: ``{"log":"<line>\\n","stream":"stderr","time":"..."}`` (Go-escaped).
+
+    ``{"log":"INFO 01-02 03:04:05 [loggers.py:118] Engine 000: ...\\n","stream":"stdout",
+    "time":"2026-01-02T03:04:05.12345678Z"}``
+    """
+    c = _Clock(rng)
+    main = rng.choice(["stderr", "stdout"])
+    out = []
+    for ln in lines:
+        c.tick()
+        out.append(f'{{"log":{_go_json_string(ln + chr(10))},"stream":"{main}",'
+                   f'"time":"{_rfc3339nano(c)}"}}')
+    return out
+
+
+_SERVICES = ["llama-1", "llm-server", "vllm-qwen", "sglang-1", "worker-2", "inference",
+             "localai-api-1", "backend-llm-1"]
+_OTHER_SERVICES = {
+    "redis-1": "1:M 02 Jan 2026 03:04:05.123 * Background saving terminated with success",
+    "nginx-1": "2026/01/02 03:04:05 [notice] 1#1: signal process started",
+    "webui-1": "DEBUG:watchfiles.main:1 change detected",
+    "postgres-1": "LOG:  checkpoint starting: time",
+}
+
+
+@_register("docker_compose", "docker compose up / logs (llama.cpp, vLLM, LocalAI threads)",
+           inserts=True)
+def docker_compose(lines: list[str], rng: random.Random) -> list[str]:
+    """docker compose: ``name  | `` padded to the longest service name, other services between.
+
+    ``vllm-qwen  | INFO 10-02 09:14:13 metrics.py:351] Avg prompt throughput: ...``
+    """
+    name = rng.choice(_SERVICES)
+    others = rng.sample(sorted(_OTHER_SERVICES), rng.randint(0, 2))
+    width = max(len(n) for n in [name, *others])
+    marked = _interleave(["\0" + ln for ln in lines], rng,
+                         lambda: "\1" + rng.choice(others), 0.08 if others else 0.0)
+    out = []
+    for ln in marked:
+        if ln.startswith("\0"):
+            out.append(f"{name:<{width}}  | {ln[1:]}")
+        else:
+            other = ln[1:]
+            out.append(f"{other:<{width}}  | {_OTHER_SERVICES[other]}")
+    return out
+
+
+@_register("compose_color", "docker compose on a TTY (coloured service column)")
+def compose_color(lines: list[str], rng: random.Random) -> list[str]:
+    """docker compose with the service column coloured: ``\\x1b[36mname  |\\x1b[0m ``.
+
+    ``\\x1b[36mllama-1  |\\x1b[0m 0.43.150.974 I slot print_timing: ...``
+    """
+    name = rng.choice(_SERVICES)
+    colour = rng.choice(["36", "33", "32", "35", "1;34"])
+    return [f"\x1b[{colour}m{name}  |\x1b[0m {ln}" for ln in lines]
+
+
+@_register("stern", "`stern` multi-pod log tailing")
+def stern(lines: list[str], rng: random.Random) -> list[str]:
+    """stern: ``pod container `` before each line.
+
+    ``vllm-7c9d8f6b5-x2k4q vllm INFO 01-02 03:04:05 [loggers.py:118] Engine 000: ...``
+    """
+    base = rng.choice(["vllm", "sglang", "llama-server"])
+    suffix = "".join(rng.choice("bcdfghjklmnpqrstvwxz2456789") for _ in range(5))
+    pod = f"{base}-{rng.randint(5, 9)}{rng.choice('abcdef')}9d8f6b5-{suffix}"
+    return [f"{pod} {base} {ln}" for ln in lines]
+
+
+@_register("aws_logs_tail", "`aws logs tail` (CloudWatch; SageMaker / ECS deployments)")
+def aws_logs_tail(lines: list[str], rng: random.Random) -> list[str]:
+    """aws logs tail: ``ISO8601+00:00 stream/name `` before each line.
+
+    ``2026-01-02T03:04:05.123000+00:00 ecs/vllm/4f3c INFO 01-02 03:04:05 [loggers.py:118] ...``
+    """
+    c = _Clock(rng, zone=(0, "UTC"))
+    stream = f"ecs/llm/{rng.getrandbits(48):012x}"
+    out = []
+    for ln in lines:
+        t = c.tick()
+        out.append(f"{t:%Y-%m-%dT%H:%M:%S}.{t.microsecond // 1000:03d}000+00:00 {stream} {ln}")
+    return out
+
+
+@_register("github_actions", "GitHub Actions raw job logs (7-digit fraction)")
+def github_actions(lines: list[str], rng: random.Random) -> list[str]:
+    """GitHub Actions raw log: ``YYYY-mm-ddTHH:MM:SS.fffffffZ `` before each line.
+
+    ``2026-01-02T03:04:05.1234567Z [2026-01-02 03:04:05 TP0] Decode batch. ...``
+    """
+    c = _Clock(rng, zone=(0, "UTC"))
+    out = []
+    for ln in lines:
+        t = c.tick()
+        out.append(f"{t:%Y-%m-%dT%H:%M:%S}.{c.nanos // 100:07d}Z {ln}")
+    return out
+
+
+@_register("pm2", "pm2 logs (process manager for node / shell launchers)")
+def pm2(lines: list[str], rng: random.Random) -> list[str]:
+    """pm2 logs with --time: ``id|name  | YYYY-mm-ddTHH:MM:SS: ``.
+
+    ``0|llama    | 2026-01-02T03:04:05: 0.43.150.974 I slot print_timing: ...``
+    """
+    c = _Clock(rng)
+    name = rng.choice(["llama", "vllm", "sglang", "llm"])
+    pid = rng.randint(0, 5)
+    return [f"{pid}|{name:<8} | {c.tick():%Y-%m-%dT%H:%M:%S}: {ln}" for ln in lines]
+
+
+# ------------------------------------------------------------------------- launchers / proxies
+
+
+@_register("llama_swap", "llama-swap (model-name upstream prefix, its own proxy lines)",
+           inserts=True)
+def llama_swap(lines: list[str], rng: random.Random) -> list[str]:
+    """llama-swap: ``[modelname] `` before upstream lines, ``[INFO] ...`` proxy lines between.
+
+    ``[qwen3-30b] 0.43.150.974 I slot print_timing: id  0 | ...`` and
+    ``[INFO] <qwen3-30b> Health check passed on http://localhost:5801/health``
+    """
+    model = rng.choice(["qwen3-30b", "gemma3", "coder", "glm-air", "llama-swap"])
+    port = rng.randint(5800, 5900)
+
+    def app() -> str:
+        return rng.choice([
+            f"[INFO] <{model}> Health check passed on http://localhost:{port}/health",
+            f'[INFO] Request 127.0.0.1 "POST /v1/chat/completions HTTP/1.1" 200 '
+            f'{rng.randint(200, 90000)} "python-httpx/0.28.1" {rng.randint(1, 900) / 10}s',
+            f"[DEBUG] <{model}> swapState() State transitioned from starting to ready",
+        ])
+
+    marked = _interleave(["\0" + ln for ln in lines], rng, app, 0.1)
+    return [f"[{model}] {ln[1:]}" if ln.startswith("\0") else ln for ln in marked]
+
+
+@_register("ollama_slog", "Ollama / Go slog text handler quoting a child's line",
+           escapes=True, inserts=True)
+def ollama_slog(lines: list[str], rng: random.Random) -> list[str]:
+    """Go slog text: ``time=RFC3339 level=INFO source=server.go:123 msg="<line>"``.
+
+    ``time=2026-01-02T03:04:05.123+01:00 level=INFO source=server.go:634 msg="slot ..."``
+    """
+    c = _Clock(rng)
+    src = f"server.go:{rng.randint(400, 900)}"
+
+    def stamp() -> str:
+        t = c.tick()
+        return f"{t:%Y-%m-%dT%H:%M:%S}.{t.microsecond // 1000:03d}{_offset(t)}"
+
+    def app() -> str:
+        return (f"time={stamp()} level=INFO source=sched.go:{rng.randint(400, 800)} "
+                f'msg="loaded runners" count=1')
+
+    marked = _interleave(["\0" + ln for ln in lines], rng, app, 0.05)
+    return [f"time={stamp()} level=INFO source={src} msg={_go_quote(ln[1:])}"
+            if ln.startswith("\0") else ln for ln in marked]
+
+
+@_register("unix_seconds", "`journalctl -o short-unix`-like / `ts %.s` prefixes")
+def unix_seconds(lines: list[str], rng: random.Random) -> list[str]:
+    """Unix seconds with a fraction: ``1781772660.123456 ``.
+
+    ``1781772660.123456 [2026-06-18 08:57:40 TP0] Decode batch. ...``
+    """
+    c = _Clock(rng)
+    out = []
+    for ln in lines:
+        c.tick()
+        out.append(f"{c.ns // 10**9}.{(c.ns // 1000) % 10**6:06d} {ln}")
+    return out
+
+
+@_register("unix_bracket", "llama.cpp `llama.log` era / shell loggers: `[unix seconds] `")
+def unix_bracket(lines: list[str], rng: random.Random) -> list[str]:
+    """Integer unix seconds in brackets: ``[1781772660] ``.
+
+    ``[1781772660] INFO 06-18 08:57:40 [loggers.py:118] Engine 000: ...``
+    """
+    c = _Clock(rng)
+    out = []
+    for ln in lines:
+        c.tick()
+        out.append(f"[{c.ns // 10**9}] {ln}")
+    return out
+
+
+@_register("moreutils_ts", "`... | ts` (moreutils) default and `%.T` formats")
+def moreutils_ts(lines: list[str], rng: random.Random) -> list[str]:
+    """moreutils ts: ``Mon DD HH:MM:SS `` or ``Mon DD HH:MM:SS.ffffff `` before each line.
+
+    ``Jun 18 08:57:40 [2026-06-18 08:57:40] Prefill batch. ...``
+    """
+    c = _Clock(rng)
+    precise = rng.random() < 0.5
+    out = []
+    for ln in lines:
+        c.tick()
+        frac = f".{c.now().microsecond:06d}" if precise else ""
+        out.append(f"{_short(c)}{frac} {ln}")
+    return out
+
+
+# ------------------------------------------------------------------------------------ checking
+
+_ANSI_ANY = re.compile(r"(?:\x1b|\^\[|ESC)?\[[0-9;]*m")
+
+
+def check_wrapper(name: str, lines: list[str], seed: int = 0) -> list[str]:
+    """Wrap ``lines`` and assert the rules of this module; return the wrapped lines.
+
+    Each bare line must be found, in order, in its own output line (escaped for the escaping
+    wrappers; colour codes removed from both sides), and two runs from the same seed must agree.
+    """
+    fn = WRAPPERS[name]
+    raw = fn(list(lines), random.Random(seed))
+    if raw != fn(list(lines), random.Random(seed)):
+        raise AssertionError(f"{name}: not deterministic")
+    out = [_ANSI_ANY.sub("", o) for o in raw]
+    info = CATALOGUE[name]
+    if not info.inserts and len(out) != len(lines):
+        raise AssertionError(f"{name}: {len(lines)} lines in, {len(out)} out")
+
+    def found(ln: str, k: int) -> bool:
+        if _ANSI_ANY.sub("", ln) in out[k]:
+            return True
+        return info.escapes and any(e in raw[k] for e in (
+            _go_json_string(ln)[1:-1], _go_quote(ln)[1:-1],
+            ln.replace("\\", "\\\\").replace('"', '\\"')))
+
+    j = 0
+    for ln in lines:
+        while j < len(out) and not found(ln, j):
+            if not info.inserts:
+                raise AssertionError(f"{name}: line {ln!r} not in {raw[j]!r}")
+            j += 1
+        if j == len(out):
+            raise AssertionError(f"{name}: line {ln!r} missing")
+        j += 1
+    if any("\n" in o for o in raw):
+        raise AssertionError(f"{name}: an output line holds a newline")
+    return raw
+
+
+__all__ = ["CATALOGUE", "WRAPPERS", "Wrapper", "WrapperInfo", "check_wrapper", "compose"]
