@@ -21,12 +21,19 @@ from ._common import check_output, engine_option, labels_for, no_data, read_each
 def compare(logs, labels, fmt, plot_file, engine):
     """Compare A B [...]: metrics side by side; Δ and % are relative to the first LOG.
 
+    With a llama-bench result (-o json, jsonl, csv, md) or a llama-sweep-bench table as the
+    other file: per test (pp512 @ d4096, tg128 @ d16384) the active t/s, the passive t/s from
+    the log, Δ % and n.
+
     Example: logscope compare before.log after.log --label f16 --label q8 --plot ab.png
     """
     from ..analysis.compare import compare_metrics
+    from .bench_compare import bench_files, run
 
     if len(logs) < 2:
         raise click.UsageError("compare needs at least two LOGs")
+    if benches := bench_files(logs):
+        return run(logs, benches, labels, fmt, engine)
     if plot_file:
         check_output(plot_file)
     names = labels_for(logs, labels)
