@@ -1077,6 +1077,105 @@ def moreutils_ts(lines: list[str], rng: random.Random) -> list[str]:
     return out
 
 
+@_register("ray_sglang_engine", "SGLang RL integrations (verl / slime / OpenRLHF) on Ray")
+def ray_sglang_engine(lines: list[str], rng: random.Random) -> list[str]:
+    """Ray actor prefix of an SGLang engine actor: ``(SGLangEngine pid=N) ``.
+
+    ``(SGLangEngine pid=41820) [2026-03-22 13:53:37 TP0] Decode batch, #running-req: 4, ...``
+    """
+    pid = rng.randint(1000, 99999)
+    return [f"(SGLangEngine pid={pid}) {ln}" for ln in lines]
+
+
+# -------------------------------------------------------------- paste damage and header rewrites
+#
+# Not wrappers: these change the server line itself, so they are kept out of WRAPPERS (the
+# invariance property does not hold for them). bench/wild.py uses them for the wild corpus.
+
+_RUNS = re.compile(r" {2,}")
+
+
+def collapse_spaces(lines: list[str], rng: random.Random) -> list[str]:
+    """Paste damage: every run of spaces collapsed to one (forum / chat renderers).
+
+    ``... | task 0 | prompt eval time = 892.35 ms / 2210 tokens ( 0.40 ms per token, ...``
+    """
+    return [_RUNS.sub(" ", ln) for ln in lines]
+
+
+def cut_middle(lines: list[str], rng: random.Random) -> list[str]:
+    """Paste damage: a terminal copy that lost a block out of the middle of every long line.
+
+    Every line longer than 140 characters loses 15 to 45 characters starting somewhere in its
+    middle third, so one or two fields are cut mid-word and the rest stay intact:
+    ``..., #token: 44672, token usaccept rate: 0.32, npu graph: False, ...``
+    """
+    out = []
+    for ln in lines:
+        n = len(ln)
+        if n <= 140:
+            out.append(ln)
+            continue
+        start = rng.randint(n // 3, 2 * n // 3)
+        out.append(ln[:start] + ln[start + rng.randint(15, 45):])
+    return out
+
+
+DAMAGE: dict[str, Wrapper] = {"collapse_spaces": collapse_spaces, "cut_middle": cut_middle}
+
+_SG_HEADER = re.compile(r"^\[(\d{4}-\d\d-\d\d) (\d\d:\d\d:\d\d)(?:\.(\d{3}))?((?: [A-Z_]+\d+)*)\] "
+                        r"(.*)$")
+
+
+def _sg_source(msg: str) -> str:
+    if msg.startswith(("Prefill batch", "Prefil batch")):
+        return "scheduler_metrics_mixin.py:172"
+    if msg.startswith("Decode batch"):
+        return "scheduler_metrics_mixin.py:238"
+    if "retract" in msg.lower() or "out of memory" in msg:
+        return "scheduler.py:1802"
+    return "scheduler.py:611"
+
+
+def sglang_header_pylog(lines: list[str], rng: random.Random) -> list[str]:
+    """SGLang under a user's logging config (header replaced, not wrapped): rank tags + file:line.
+
+    ``2025-10-20 03:02:22 INFO 31223 [DP3 TP3 EP3 scheduler_metrics_mixin.py:238] Decode batch.``
+    """
+    pid = rng.randint(1000, 99999)
+    out = []
+    for ln in lines:
+        m = _SG_HEADER.match(ln)
+        if not m:
+            out.append(ln)
+            continue
+        date, time, _ms, tags, msg = m.groups()
+        tags = tags.strip()
+        where = f"{tags} {_sg_source(msg)}" if tags else _sg_source(msg)
+        out.append(f"{date} {time} INFO {pid} [{where}] {msg}")
+    return out
+
+
+def sglang_header_brackets(lines: list[str], rng: random.Random) -> list[str]:
+    """SGLang under a ``[asctime][file:line][LEVEL]: `` logging config (rank tags lost).
+
+    ``[2026-04-15 17:13:10][scheduler_metrics_mixin.py:172][INFO]: Prefill batch, #new-seq: 1, ...``
+    """
+    out = []
+    for ln in lines:
+        m = _SG_HEADER.match(ln)
+        if not m:
+            out.append(ln)
+            continue
+        date, time, _ms, _tags, msg = m.groups()
+        out.append(f"[{date} {time}][{_sg_source(msg)}][INFO]: {msg}")
+    return out
+
+
+REWRITERS: dict[str, Wrapper] = {"sglang_header_pylog": sglang_header_pylog,
+                                 "sglang_header_brackets": sglang_header_brackets}
+
+
 # ------------------------------------------------------------------------------------ checking
 
 _ANSI_ANY = re.compile(r"(?:\x1b|\^\[|ESC)?\[[0-9;]*m")
@@ -1118,4 +1217,5 @@ def check_wrapper(name: str, lines: list[str], seed: int = 0) -> list[str]:
     return raw
 
 
-__all__ = ["CATALOGUE", "WRAPPERS", "Wrapper", "WrapperInfo", "check_wrapper", "compose"]
+__all__ = ["CATALOGUE", "DAMAGE", "REWRITERS", "WRAPPERS", "Wrapper", "WrapperInfo",
+           "check_wrapper", "compose"]
