@@ -82,21 +82,70 @@ _ZONES: list[tuple[int, str]] = [(0, "UTC"), (60, "CET"), (120, "CEST"), (-300, 
                                  (-420, "PDT"), (330, "IST"), (480, "CST"), (540, "JST")]
 
 
+_INNER_ABS = re.compile(r"(\d{4})-(\d\d)-(\d\d)[ T](\d\d):(\d\d):(\d\d)(?:[.,](\d{1,6}))?")
+_INNER_MD = re.compile(r"\b(?:INFO|WARNING|ERROR|DEBUG|CRITICAL) (\d\d)-(\d\d) "
+                       r"(\d\d):(\d\d):(\d\d)\b")
+_INNER_REL = re.compile(r"(?:^|[\s|\]:>])(?:\x1b\[[\d;]*m)*(\d+)\.(\d\d)\.(\d{3})\.(\d{3})"
+                        r"(?:\x1b\[[\d;]*m)* ")
+
+
 class _Clock:
-    """A monotonic wall clock with a random start in 2025/2026 and small random steps."""
+    """The wrapper's wall clock: monotonic, and consistent with the server's own timestamps.
+
+    ``tick(line)`` stamps a bare line a few milliseconds after the time the line itself prints
+    (SGLang / vLLM / Python ``YYYY-mm-dd HH:MM:SS``, vLLM's year-less ``MM-DD HH:MM:SS`` in the
+    clock's year, llama-server's ``M.SS.mmm.uuu`` since start added to a random start); a line
+    without a timestamp (or ``follow=False``) gets a small random step. The random start is in
+    2025/2026 (in one of ``months`` if given); local times are in ``zone``.
+    """
 
     def __init__(self, rng: random.Random, months: list[int] | None = None,
-                 zone: tuple[int, str] | None = None) -> None:
+                 zone: tuple[int, str] | None = None, follow: bool = True) -> None:
         self.rng = rng
+        self.follow = follow
         month = rng.choice(months) if months else rng.randint(1, 12)
         start = datetime(rng.choice([2025, 2026]), month, rng.randint(1, 28), rng.randint(0, 23),
                          rng.randint(0, 59), rng.randint(0, 59))
-        self.ns = int(start.replace(tzinfo=UTC).timestamp()) * 10**9 + rng.randint(0, 10**9 - 1)
         self.zone = zone or rng.choice(_ZONES)
         self.tz = timezone(timedelta(minutes=self.zone[0]))
+        self.ns = int(start.replace(tzinfo=self.tz).timestamp()) * 10**9 + rng.randint(0, 10**9 - 1)
+        self.base = self.ns  # llama-server's relative clock starts here
+        self.last_rel = -1
+        self.started = False
 
-    def tick(self) -> datetime:
-        self.ns += self.rng.randint(0, 350_000_000)
+    def _local_ns(self, y: int, mo: int, d: int, h: int, mi: int, sec: int, us: int) -> int | None:
+        try:
+            dt = datetime(y, mo, d, h, mi, sec, us, tzinfo=self.tz)
+        except ValueError:
+            return None
+        return int(dt.timestamp()) * 10**9 + us * 1000
+
+    def _inner(self, line: str) -> int | None:
+        head = line[:120]
+        if m := _INNER_REL.search(head):
+            mins, secs, ms, us = (int(g) for g in m.groups())
+            rel = ((mins * 60 + secs) * 10**6 + ms * 1000 + us) * 1000
+            if rel < self.last_rel:  # a new server run: its clock restarts at 0
+                self.base = self.ns - rel
+            self.last_rel = rel
+            return self.base + rel
+        if m := _INNER_ABS.search(head):
+            y, mo, d, h, mi, sec = (int(g) for g in m.groups()[:6])
+            frac = (m.group(7) or "").ljust(6, "0")
+            return self._local_ns(y, mo, d, h, mi, sec, int(frac))
+        if m := _INNER_MD.search(head):
+            mo, d, h, mi, sec = (int(g) for g in m.groups())
+            return self._local_ns(self.now().year, mo, d, h, mi, sec, 0)
+        return None
+
+    def tick(self, line: str | None = None) -> datetime:
+        inner = self._inner(line) if line is not None and self.follow else None
+        if inner is None:
+            target = self.ns + self.rng.randint(0, 350_000_000)
+        else:
+            target = inner + self.rng.randint(20_000, 40_000_000)  # written a little later
+        self.ns = max(self.ns + 1000, target) if self.started else target
+        self.started = True
         return self.now()
 
     def now(self) -> datetime:
@@ -106,10 +155,6 @@ class _Clock:
     @property
     def nanos(self) -> int:
         return self.ns % 10**9
-
-    @property
-    def unix(self) -> float:
-        return self.ns / 10**9
 
 
 def _offset(dt: datetime, colon: bool = True) -> str:
@@ -207,7 +252,7 @@ def gui_launcher(lines: list[str], rng: random.Random) -> list[str]:
     c = _Clock(rng)
     out = []
     for ln in lines:
-        t = c.tick()
+        t = c.tick(ln)
         out.append(f"{t:%Y-%m-%d %H:%M:%S}.{t.microsecond // 1000:03d} [Info] (Process) {ln}")
     return out
 
@@ -242,7 +287,7 @@ def lmstudio(lines: list[str], rng: random.Random) -> list[str]:
                 f"{rng.choice(_APP_MESSAGES)}")
 
     marked = _interleave(["\0" + ln for ln in lines], rng, app, 0.1)
-    return [f"[{c.tick():%Y-%m-%d %H:%M:%S}][DEBUG] {ln[1:]}" if ln.startswith("\0") else ln
+    return [f"[{c.tick(ln[1:]):%Y-%m-%d %H:%M:%S}][DEBUG] {ln[1:]}" if ln.startswith("\0") else ln
             for ln in marked]
 
 
@@ -253,7 +298,7 @@ def textgen_webui(lines: list[str], rng: random.Random) -> list[str]:
     ``18:25:21-590285 INFO     0.43.150.974 I slot print_timing: id  0 | ...``
     """
     c = _Clock(rng)
-    return [f"{(t := c.tick()):%H:%M:%S}-{t.microsecond:06d} INFO     {ln}" for ln in lines]
+    return [f"{(t := c.tick(ln)):%H:%M:%S}-{t.microsecond:06d} INFO     {ln}" for ln in lines]
 
 
 @_register("jan", "Jan desktop app log (tauri llamacpp plugin; shape approximated)")
@@ -263,7 +308,7 @@ def jan(lines: list[str], rng: random.Random) -> list[str]:
     ``[2026-04-02][09:14:03][tauri_plugin_llamacpp::commands][INFO] [llamacpp] srv  ...``
     """
     c = _Clock(rng)
-    return [f"[{(t := c.tick()):%Y-%m-%d}][{t:%H:%M:%S}][tauri_plugin_llamacpp::commands][INFO] "
+    return [f"[{(t := c.tick(ln)):%Y-%m-%d}][{t:%H:%M:%S}][tauri_plugin_llamacpp::commands][INFO] "
             f"[llamacpp] {ln}" for ln in lines]
 
 
@@ -290,14 +335,15 @@ _WEEKDAYS = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"]
 def _journal(lines: list[str], rng: random.Random, stamp: Callable[[_Clock], str],
              host: str | None = None, ident: str | None = None,
              months: list[int] | None = None) -> list[str]:
-    c = _Clock(rng, months=months)
+    # a localised journal keeps its own (odd-month) clock instead of following the server's
+    c = _Clock(rng, months=months, follow=months is None)
     host = rng.choice(_HOSTS) if host is None else host
     ident = ident or rng.choice(_IDENTS)
     pid = rng.randint(300, 99999)
     sep = " " if host else ""
     out = []
     for ln in lines:
-        c.tick()
+        c.tick(ln)
         out.append(f"{stamp(c)} {host}{sep}{ident}[{pid}]: {ln}")
     return out
 
@@ -396,7 +442,7 @@ def journald_short_monotonic(lines: list[str], rng: random.Random) -> list[str]:
     host, ident, pid = rng.choice(_HOSTS), rng.choice(_IDENTS), rng.randint(300, 99999)
     out = []
     for ln in lines:
-        c.tick()
+        c.tick(ln)
         us = c.ns // 1000 - start
         out.append(f"[{us // 10**6:5d}.{us % 10**6:06d}] {host} {ident}[{pid}]: {ln}")
     return out
@@ -434,7 +480,7 @@ def syslog_rfc5424(lines: list[str], rng: random.Random) -> list[str]:
     sd = rng.choice(["-", '[meta sequenceId="1"]'])
     out = []
     for i, ln in enumerate(lines):
-        t = c.tick()
+        t = c.tick(ln)
         pri = rng.choice([14, 11, 30, 134])
         sdi = sd.replace('"1"', f'"{i + 1}"')
         out.append(f"<{pri}>1 {t:%Y-%m-%dT%H:%M:%S.%f}{_offset(t)} {host} {app} {pid} - {sdi} {ln}")
@@ -476,7 +522,7 @@ def localai_grpc_quoted(lines: list[str], rng: random.Random) -> list[str]:
     out = []
     for ln in _interleave(["\0" + ln for ln in lines], rng, app, 0.15):
         if ln.startswith("\0"):
-            c.tick()
+            c.tick(ln[1:])
             out.append(f'{_short(c)} DEBUG GRPC stderr id="{model}-127.0.0.1:{port}" '
                        f'line="{quote(ln[1:])}" caller={{caller.file="/build/pkg/model/process.go"'
                        f"  caller.L={lno} }} ")
@@ -496,7 +542,7 @@ def localai_grpc_legacy(lines: list[str], rng: random.Random) -> list[str]:
     port = rng.randint(30000, 60000)
     out = []
     for ln in lines:
-        t = c.tick()
+        t = c.tick(ln)
         h = t.hour % 12 or 12
         out.append(f"{h}:{t:%M}{'AM' if t.hour < 12 else 'PM'} DBG GRPC({model}-127.0.0.1:"
                    f"{port}): stderr {ln}")
@@ -511,7 +557,7 @@ def docker_desktop(lines: list[str], rng: random.Random) -> list[str]:
     ``2026-09-27 07:04:23 INFO 09-27 07:04:23 [loggers.py:118] Engine 000: ...``
     """
     c = _Clock(rng)
-    return [f"{c.tick():%Y-%m-%d %H:%M:%S} {ln}" for ln in lines]
+    return [f"{c.tick(ln):%Y-%m-%d %H:%M:%S} {ln}" for ln in lines]
 
 
 # --------------------------------------------------------------------------- paste and terminal
@@ -639,7 +685,7 @@ def windows_service(lines: list[str], rng: random.Random) -> list[str]:
     ``[2026-01-02 03:04:05] 0.43.150.974 I slot print_timing: id  0 | ...\\r``
     """
     c = _Clock(rng)
-    return [f"[{c.tick():%Y-%m-%d %H:%M:%S}] {ln}\r" for ln in lines]
+    return [f"[{c.tick(ln):%Y-%m-%d %H:%M:%S}] {ln}\r" for ln in lines]
 
 
 # -------------------------------------------------------------------------------- ANSI colours
@@ -775,7 +821,7 @@ def pylog_comma_pid(lines: list[str], rng: random.Random) -> list[str]:
     c = _Clock(rng)
     pid = rng.randint(1000, 99999)
     src = rng.choice(["server_proc.py:222", "launcher.py:88", "rollout.py:415"])
-    return [f"{(t := c.tick()):%Y-%m-%d %H:%M:%S},{t.microsecond // 1000:03d} INFO {pid} "
+    return [f"{(t := c.tick(ln)):%Y-%m-%d %H:%M:%S},{t.microsecond // 1000:03d} INFO {pid} "
             f"[{src}] {ln}" for ln in lines]
 
 
@@ -787,7 +833,7 @@ def pylog_brackets(lines: list[str], rng: random.Random) -> list[str]:
     """
     c = _Clock(rng)
     src = rng.choice(["engine_runner.py:424", "proc.py:61", "serve.py:133"])
-    return [f"[{c.tick():%Y-%m-%d %H:%M:%S}][{src}][INFO]: {ln}" for ln in lines]
+    return [f"[{c.tick(ln):%Y-%m-%d %H:%M:%S}][{src}][INFO]: {ln}" for ln in lines]
 
 
 @_register("pylog_basic", "Python `logging` classic `asctime - name - LEVEL - ` format")
@@ -798,7 +844,7 @@ def pylog_basic(lines: list[str], rng: random.Random) -> list[str]:
     """
     c = _Clock(rng)
     name = rng.choice(["llm_runner", "__main__", "bench.server", "root"])
-    return [f"{(t := c.tick()):%Y-%m-%d %H:%M:%S},{t.microsecond // 1000:03d} - {name} - INFO - "
+    return [f"{(t := c.tick(ln)):%Y-%m-%d %H:%M:%S},{t.microsecond // 1000:03d} - {name} - INFO - "
             f"{ln}" for ln in lines]
 
 
@@ -820,7 +866,7 @@ def loguru(lines: list[str], rng: random.Random) -> list[str]:
     """
     c = _Clock(rng)
     where = rng.choice(["runner:_pump:88", "__main__:stream_output:41", "server:_reader:120"])
-    return [f"{(t := c.tick()):%Y-%m-%d %H:%M:%S}.{t.microsecond // 1000:03d} | INFO     | "
+    return [f"{(t := c.tick(ln)):%Y-%m-%d %H:%M:%S}.{t.microsecond // 1000:03d} | INFO     | "
             f"{where} - {ln}" for ln in lines]
 
 
@@ -833,7 +879,7 @@ def rich_handler(lines: list[str], rng: random.Random) -> list[str]:
     """
     c = _Clock(rng)
     src = rng.choice(["run.py:42", "serve.py:118", "proc.py:7"])
-    return [f"[{c.tick():%m/%d/%y %H:%M:%S}] INFO     {ln}   {src}" for ln in lines]
+    return [f"[{c.tick(ln):%m/%d/%y %H:%M:%S}] INFO     {ln}   {src}" for ln in lines]
 
 
 # ---------------------------------------------------------------------------- containers / k8s
@@ -848,7 +894,7 @@ def kubectl(lines: list[str], rng: random.Random) -> list[str]:
     c = _Clock(rng)
     out = []
     for ln in lines:
-        c.tick()
+        c.tick(ln)
         out.append(f"{_rfc3339nano(c)} {ln}")
     return out
 
@@ -864,7 +910,7 @@ def cri(lines: list[str], rng: random.Random) -> list[str]:
     other = "stdout" if main == "stderr" else "stderr"
     out = []
     for ln in lines:
-        c.tick()
+        c.tick(ln)
         stream = other if rng.random() < 0.1 else main
         out.append(f"{_rfc3339nano(c, utc=False)} {stream} F {ln}")
     return out
@@ -882,7 +928,7 @@ def docker_json(lines: list[str], rng: random.Random) -> list[str]:
     main = rng.choice(["stderr", "stdout"])
     out = []
     for ln in lines:
-        c.tick()
+        c.tick(ln)
         out.append(f'{{"log":{_go_json_string(ln + chr(10))},"stream":"{main}",'
                    f'"time":"{_rfc3339nano(c)}"}}')
     return out
@@ -891,8 +937,8 @@ def docker_json(lines: list[str], rng: random.Random) -> list[str]:
 _SERVICES = ["llama-1", "llm-server", "vllm-qwen", "sglang-1", "worker-2", "inference",
              "localai-api-1", "backend-llm-1"]
 _OTHER_SERVICES = {
-    "redis-1": "1:M 02 Jan 2026 03:04:05.123 * Background saving terminated with success",
-    "nginx-1": "2026/01/02 03:04:05 [notice] 1#1: signal process started",
+    "redis-1": "1:M * DB saved on disk",
+    "nginx-1": '10.0.0.1 - - "GET /healthz HTTP/1.1" 200 2 "-" "kube-probe/1.31"',
     "webui-1": "DEBUG:watchfiles.main:1 change detected",
     "postgres-1": "LOG:  checkpoint starting: time",
 }
@@ -917,6 +963,54 @@ def docker_compose(lines: list[str], rng: random.Random) -> list[str]:
         else:
             other = ln[1:]
             out.append(f"{other:<{width}}  | {_OTHER_SERVICES[other]}")
+    return out
+
+
+@_register("podman_ts", "`podman logs -t` (RFC 3339 ns with the local offset)")
+def podman_ts(lines: list[str], rng: random.Random) -> list[str]:
+    """podman logs -t: RFC 3339 nanoseconds with the local zone offset + space.
+
+    ``2026-01-02T04:04:05.123456789+01:00 INFO 01-02 03:04:05 [loggers.py:118] Engine 000: ...``
+    """
+    c = _Clock(rng, zone=rng.choice([(60, "CET"), (120, "CEST"), (-300, "EST"), (540, "JST")]))
+    out = []
+    for ln in lines:
+        c.tick(ln)
+        out.append(f"{_rfc3339nano(c, utc=False)} {ln}")
+    return out
+
+
+@_register("loki_logcli", "Grafana Loki `logcli query` output (timestamp, label set, line)")
+def loki_logcli(lines: list[str], rng: random.Random) -> list[str]:
+    """Loki logcli: ``RFC3339 {label="value", ...} <line>``.
+
+    ``2026-01-02T03:04:05Z {app="vllm", pod="vllm-0"} INFO 01-02 03:04:05 [loggers.py:118] ...``
+    """
+    c = _Clock(rng, zone=(0, "UTC"))
+    app = rng.choice(["vllm", "sglang", "llama-server"])
+    labels = f'{{app="{app}", namespace="inference", pod="{app}-{rng.randint(0, 3)}"}}'
+    out = []
+    for ln in lines:
+        c.tick(ln)
+        out.append(f"{c.now():%Y-%m-%dT%H:%M:%S}Z {labels} {ln}")
+    return out
+
+
+@_register("fluentbit_json", "Fluent Bit `stdout` output / file sink in json_lines format",
+           escapes=True)
+def fluentbit_json(lines: list[str], rng: random.Random) -> list[str]:
+    """Fluent Bit json_lines: ``{"date":<unix float>,"log":"<line>","stream":"stderr",...}``.
+
+    ``{"date":1735787045.123456,"log":"[2026-01-02 03:04:05 TP0] Decode batch. ...",...}``
+    """
+    c = _Clock(rng)
+    stream = rng.choice(["stderr", "stdout"])
+    pod = rng.choice(["sglang-0", "vllm-7f9c", "llama-1"])
+    out = []
+    for ln in lines:
+        c.tick(ln)
+        out.append(f'{{"date":{c.ns // 1000 / 10**6:.6f},"log":{_go_json_string(ln)},'
+                   f'"stream":"{stream}","kubernetes":{{"pod_name":"{pod}"}}}}')
     return out
 
 
@@ -953,7 +1047,7 @@ def aws_logs_tail(lines: list[str], rng: random.Random) -> list[str]:
     stream = f"ecs/llm/{rng.getrandbits(48):012x}"
     out = []
     for ln in lines:
-        t = c.tick()
+        t = c.tick(ln)
         out.append(f"{t:%Y-%m-%dT%H:%M:%S}.{t.microsecond // 1000:03d}000+00:00 {stream} {ln}")
     return out
 
@@ -967,7 +1061,7 @@ def github_actions(lines: list[str], rng: random.Random) -> list[str]:
     c = _Clock(rng, zone=(0, "UTC"))
     out = []
     for ln in lines:
-        t = c.tick()
+        t = c.tick(ln)
         out.append(f"{t:%Y-%m-%dT%H:%M:%S}.{c.nanos // 100:07d}Z {ln}")
     return out
 
@@ -981,7 +1075,7 @@ def pm2(lines: list[str], rng: random.Random) -> list[str]:
     c = _Clock(rng)
     name = rng.choice(["llama", "vllm", "sglang", "llm"])
     pid = rng.randint(0, 5)
-    return [f"{pid}|{name:<8} | {c.tick():%Y-%m-%dT%H:%M:%S}: {ln}" for ln in lines]
+    return [f"{pid}|{name:<8} | {c.tick(ln):%Y-%m-%dT%H:%M:%S}: {ln}" for ln in lines]
 
 
 # ------------------------------------------------------------------------- launchers / proxies
@@ -995,7 +1089,7 @@ def llama_swap(lines: list[str], rng: random.Random) -> list[str]:
     ``[qwen3-30b] 0.43.150.974 I slot print_timing: id  0 | ...`` and
     ``[INFO] <qwen3-30b> Health check passed on http://localhost:5801/health``
     """
-    model = rng.choice(["qwen3-30b", "gemma3", "coder", "glm-air", "llama-swap"])
+    model = rng.choice(["qwen3-30b", "gemma3", "coder", "glm-air", "qwen-think_gpu"])
     port = rng.randint(5800, 5900)
 
     def app() -> str:
@@ -1010,6 +1104,27 @@ def llama_swap(lines: list[str], rng: random.Random) -> list[str]:
     return [f"[{model}] {ln[1:]}" if ln.startswith("\0") else ln for ln in marked]
 
 
+@_register("llama_swap_legacy", "llama-swap issue threads (2025: raw upstream output, "
+           "`[llama-swap]` access lines, `!!!` health lines)", inserts=True)
+def llama_swap_legacy(lines: list[str], rng: random.Random) -> list[str]:
+    """llama-swap (early 2025): upstream lines raw, proxy access and health lines between.
+
+    ``[llama-swap] 127.0.0.1 [2026-03-20 11:27:15] "POST /v1/chat/completions HTTP/1.1" 200 5120
+    "python-httpx/0.28.1" 3.2s`` between unchanged server lines
+    """
+    c = _Clock(rng)
+    port = rng.randint(9000, 9999)
+
+    def app() -> str:
+        if rng.random() < 0.2:
+            return f"!!! Health check error: status code: 503 on http://127.0.0.1:{port}/health"
+        return (f'[llama-swap] 127.0.0.1 [{c.tick():%Y-%m-%d %H:%M:%S}] "POST /v1/chat/completions '
+                f'HTTP/1.1" 200 {rng.randint(200, 90000)} "python-httpx/0.28.1" '
+                f"{rng.randint(1, 900) / 10}s")
+
+    return _interleave(lines, rng, app, 0.1)
+
+
 @_register("ollama_slog", "Ollama / Go slog text handler quoting a child's line",
            escapes=True, inserts=True)
 def ollama_slog(lines: list[str], rng: random.Random) -> list[str]:
@@ -1020,8 +1135,8 @@ def ollama_slog(lines: list[str], rng: random.Random) -> list[str]:
     c = _Clock(rng)
     src = f"server.go:{rng.randint(400, 900)}"
 
-    def stamp() -> str:
-        t = c.tick()
+    def stamp(line: str | None = None) -> str:
+        t = c.tick(line)
         return f"{t:%Y-%m-%dT%H:%M:%S}.{t.microsecond // 1000:03d}{_offset(t)}"
 
     def app() -> str:
@@ -1029,7 +1144,7 @@ def ollama_slog(lines: list[str], rng: random.Random) -> list[str]:
                 f'msg="loaded runners" count=1')
 
     marked = _interleave(["\0" + ln for ln in lines], rng, app, 0.05)
-    return [f"time={stamp()} level=INFO source={src} msg={_go_quote(ln[1:])}"
+    return [f"time={stamp(ln[1:])} level=INFO source={src} msg={_go_quote(ln[1:])}"
             if ln.startswith("\0") else ln for ln in marked]
 
 
@@ -1042,7 +1157,7 @@ def unix_seconds(lines: list[str], rng: random.Random) -> list[str]:
     c = _Clock(rng)
     out = []
     for ln in lines:
-        c.tick()
+        c.tick(ln)
         out.append(f"{c.ns // 10**9}.{(c.ns // 1000) % 10**6:06d} {ln}")
     return out
 
@@ -1056,7 +1171,7 @@ def unix_bracket(lines: list[str], rng: random.Random) -> list[str]:
     c = _Clock(rng)
     out = []
     for ln in lines:
-        c.tick()
+        c.tick(ln)
         out.append(f"[{c.ns // 10**9}] {ln}")
     return out
 
@@ -1071,7 +1186,7 @@ def moreutils_ts(lines: list[str], rng: random.Random) -> list[str]:
     precise = rng.random() < 0.5
     out = []
     for ln in lines:
-        c.tick()
+        c.tick(ln)
         frac = f".{c.now().microsecond:06d}" if precise else ""
         out.append(f"{_short(c)}{frac} {ln}")
     return out
