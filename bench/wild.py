@@ -483,8 +483,27 @@ RECIPES: list[Recipe] = [
            "Kubernetes deployments", L_JSON, ["kubectl"]),
     Recipe("llama-colors-indent-tab", "llama-server", "tab-indented paste of a coloured log",
            "mail / markdown code blocks", L_COL, ["indent_tab"]),
-    Recipe("llama-textfile-rsyslog-nl", "llama-server", "journald short, Dutch months (`mei`)",
+    Recipe("llama-journald-nl", "llama-server", "journald short, Dutch months (`mei`)",
            "llama.cpp threads by Dutch-locale users", L_TS, ["journald_nl"]),
+    Recipe("llama-swap-legacy", "llama-server",
+           "llama-swap 2025: raw upstream, `[llama-swap]` access lines, `!!!` health lines",
+           "llama-swap issue threads", L_ML, ["llama_swap_legacy"]),
+    Recipe("llama-compose-color", "llama-server", "docker compose on a TTY (coloured column)",
+           "compose pastes with colour codes", L_TS, ["compose_color"]),
+    Recipe("llama-docker-desktop", "llama-server", "Docker Desktop log pane timestamp column",
+           "LocalAI / llama.cpp threads (Docker Desktop copy)", L_GEN, ["docker_desktop"]),
+    Recipe("llama-journald-short-full", "llama-server", "journalctl -o short-full",
+           "systemd units", L_TG3, ["journald_short_full"]),
+    Recipe("llama-rsyslog-traditional", "llama-server",
+           "/var/log/syslog traditional (space-padded day)", "rsyslog files", L_2RUN,
+           ["rsyslog_traditional"]),
+    Recipe("llama-moreutils-ts", "llama-server", "`| ts` (moreutils) prefix",
+           "shell pipelines", L_TEE, ["moreutils_ts"]),
+    Recipe("llama-pylog-default", "llama-server", "Python `INFO:root:` default logging format",
+           "Python wrappers of llama-server (subprocess readers)", L_TS, ["pylog_default"]),
+    Recipe("llama-ansi-line-journald-monotonic", "llama-server",
+           "coloured whole lines under journalctl -o short-monotonic",
+           "systemd units with colour forced on", L_GEN, ["ansi_line", "journald_short_monotonic"]),
     # --------------------------------------------------------------------- SGLang
     Recipe("sglang-ray-actor", "sglang", "Ray actor `(SGLangEngine pid=N) `",
            "verl / slime / OpenRLHF threads", S + "v0.4.4-retract-pressure.log",
@@ -530,6 +549,16 @@ RECIPES: list[Recipe] = [
            "SGLang threads by pt-BR users", S + "v0.3.0-hms-tp.log", ["journald_pt"]),
     Recipe("sglang-github-actions", "sglang", "GitHub Actions raw log (7-digit fraction)",
            "CI benchmark jobs", S + "v0.1.14-new-fill-batch.log", ["github_actions"]),
+    Recipe("sglang-ray-actor-generic", "sglang", "Ray actor prefix with `ip=` (any actor name)",
+           "Ray-launched SGLang (verl WorkerDict etc.)", S + "v0.5.9-eagle3-graph-last.log",
+           ["ray_actor"]),
+    Recipe("sglang-fluentbit-json", "sglang", "Fluent Bit json_lines (`date`, `log`, k8s meta)",
+           "cluster log pipelines", S + "v0.4.10-dp-attention.log", ["fluentbit_json"]),
+    Recipe("sglang-unix-seconds", "sglang", "unix seconds with fraction prefix",
+           "`ts %.s` / short-unix style prefixes", S + "v0.5.8-pp-forward-iters.log",
+           ["unix_seconds"]),
+    Recipe("sglang-markdown-bold", "sglang", "every line in `**` (markdown bold paste)",
+           "issue threads", S + "v0.4.4-retract-pressure.log", ["markdown_bold"]),
     # ------------------------------------------------------------------------ vLLM
     Recipe("vllm-ray-nested", "vllm", "Ray Data actor with nested parentheses",
            "Ray Data / vLLM batch inference threads", V + "v0.10.1-eagle3-apiserver.log",
@@ -593,6 +622,20 @@ RECIPES: list[Recipe] = [
            "forum pastes", V + "v0.9.2-v0-engine-bracketed.log", pre=["collapse_spaces"]),
     Recipe("vllm-syslog-rfc3164", "vllm", "BSD syslog with PRI", "network syslog",
            V + "v0.8.4-eagle.log", ["syslog_rfc3164"]),
+    Recipe("vllm-loki-logcli", "vllm", "Grafana Loki logcli output (label set before the line)",
+           "Loki / Grafana exports", V + "v0.12.0-dp2-aggregated-tty.log", ["loki_logcli"]),
+    Recipe("vllm-podman", "vllm", "podman logs -t (local zone offset)", "podman deployments",
+           V + "v0.8.5-eagle-mal-no-plus-one.log", ["podman_ts"]),
+    Recipe("vllm-pylog-basic", "vllm", "Python `asctime - name - LEVEL - ` wrapper",
+           "Python apps logging vLLM's stdout", V + "v0.4.2-spec-draft-model.log",
+           ["pylog_basic"]),
+    Recipe("vllm-gutter-less-n", "vllm", "`less -N` gutter", "screen copies from less",
+           V + "v0.9.2-v0-engine-bracketed.log", ["gutter_less_n"]),
+    Recipe("vllm-journald-short-unix", "vllm", "journalctl -o short-unix",
+           "systemd units", V + "v0.14.0-vl-mm-corrupted.log", ["journald_short_unix"]),
+    Recipe("vllm-kubectl-compose-ansi", "vllm", "ANSI level + compose column + kubectl",
+           "Kubernetes / compose deployments", V + "v0.10.1-eagle3-apiserver.log",
+           ["ansi_level", "docker_compose", "kubectl"]),
     # ------------------------------------------------------------- router / no server
     Recipe("router-sglang-legacy", "sglang-router",
            "sglang-router: Python launcher + Rust env_logger lines",
@@ -760,6 +803,9 @@ def main(argv: list[str]) -> int:
     names = [r.name for r in RECIPES]
     if len(set(names)) != len(names):
         raise SystemExit("duplicate recipe names")
+    unused = sorted(set(CATALOGUE) - {w for r in RECIPES for w in r.wrap})
+    if unused:
+        raise SystemExit(f"wrapper classes with no wild log: {', '.join(unused)}")
     sources = sorted({r.source for r in RECIPES if r.source})
     kinds = truth(sources, args.truth)
     files: dict[str, bytes] = {}
@@ -786,6 +832,9 @@ def main(argv: list[str]) -> int:
         print(f"fixtures/wild: {len(RECIPES)} logs up to date")
         return 0
     WILD.mkdir(parents=True, exist_ok=True)
+    for p in WILD.glob("*"):
+        if p.name not in files:
+            p.unlink()
     for n, d in files.items():
         (WILD / n).write_bytes(d)
     per_engine = Counter(r.engine for r in RECIPES)

@@ -596,7 +596,7 @@ def markdown_bold(lines: list[str], rng: random.Random) -> list[str]:
 
     ``**WARNING 10-02 09:14:20 scheduler.py:1089] Sequence group 12 is preempted by ...**``
     """
-    return [f"**{ln}**" for ln in lines]
+    return [f"**{_body(ln)}**{_cr(ln)}" for ln in lines]
 
 
 @_register("gutter_cat_n", "`cat -n` output pasted")
@@ -628,10 +628,20 @@ def gutter_less_n(lines: list[str], rng: random.Random) -> list[str]:
     return [f"{i:7d} {ln}" for i, ln in enumerate(lines, start)]
 
 
+def _body(ln: str) -> str:
+    """The line without the ``\r`` of a CRLF source (a suffix goes before it)."""
+    return ln[:-1] if ln.endswith("\r") else ln
+
+
+def _cr(ln: str) -> str:
+    return "\r" if ln.endswith("\r") else ""
+
+
 def _pad(ln: str, width: int) -> str:
-    n = len(ln)
+    body = _body(ln)
+    n = len(body)
     target = width if n <= width else -(-n // width) * width
-    return ln + " " * (target - n)
+    return body + " " * (target - n) + _cr(ln)
 
 
 @_register("trailing_spaces_120", "issue 12 (terminal copy padding to the window width)",
@@ -674,7 +684,7 @@ def crlf(lines: list[str], rng: random.Random) -> list[str]:
 
     ``INFO 04-22 14:12:05 [loggers.py:87] Engine 000: Avg prompt throughput: ...\\r``
     """
-    return [ln + "\r" for ln in lines]
+    return [ln if ln.endswith("\r") else ln + "\r" for ln in lines]
 
 
 @_register("windows_service", "NSSM / Windows service wrappers (bracketed local time, CRLF)",
@@ -685,7 +695,7 @@ def windows_service(lines: list[str], rng: random.Random) -> list[str]:
     ``[2026-01-02 03:04:05] 0.43.150.974 I slot print_timing: id  0 | ...\\r``
     """
     c = _Clock(rng)
-    return [f"[{c.tick(ln):%Y-%m-%d %H:%M:%S}] {ln}\r" for ln in lines]
+    return [f"[{c.tick(ln):%Y-%m-%d %H:%M:%S}] {_body(ln)}\r" for ln in lines]
 
 
 # -------------------------------------------------------------------------------- ANSI colours
@@ -879,7 +889,8 @@ def rich_handler(lines: list[str], rng: random.Random) -> list[str]:
     """
     c = _Clock(rng)
     src = rng.choice(["run.py:42", "serve.py:118", "proc.py:7"])
-    return [f"[{c.tick(ln):%m/%d/%y %H:%M:%S}] INFO     {ln}   {src}" for ln in lines]
+    return [f"[{c.tick(ln):%m/%d/%y %H:%M:%S}] INFO     {_body(ln)}   {src}{_cr(ln)}"
+            for ln in lines]
 
 
 # ---------------------------------------------------------------------------- containers / k8s
