@@ -147,8 +147,10 @@ def explain(path: str, line_no: int, engine: str = "auto") -> dict[str, Any]:
     """How line ``line_no`` (1-based) of ``path`` was (or was not) parsed.
 
     Returns ``file``, ``line``, ``raw`` (the line as read: CRLF/NUL removed, capped like ingest),
-    ``wrapper`` (the outer prefix fields found), ``text`` (what the engine grammars see),
-    ``class`` (event / ignored / unrecognized / other), ``engine``, ``kind``, ``variant``,
+    ``wrapper`` (the quoting logger's part, ``outer``, when a logger quoted the line), ``text``
+    (what the engine grammars see), ``class`` (event / ignored / other / unrecognized / none:
+    see ``why``), ``why`` (one sentence), ``prefix`` and ``envelope`` (what preceded the
+    server's message, and what the envelope decoder read in it), ``engine``, ``kind``, ``variant``,
     ``format`` (the variant's ``@format`` text), ``fields`` (typed values) and, when the line
     is not an event or ignored line, ``diagnostics``: lark's verdict per engine tried (the
     engine it looks like first). A line holding glued vLLM records (which ingest splits) also
@@ -165,10 +167,11 @@ def explain(path: str, line_no: int, engine: str = "auto") -> dict[str, Any]:
     out: dict[str, Any] = {
         "file": src.name, "line": line_no, "raw": raw,
         "wrapper": {k: v for k, v in wrap.items() if v is not None}, "text": text,
-        **_explain_text(records[0], engines),
+        **_explain_text(records[0], engines, wrap.get("outer")),
     }
     if len(records) > 1:  # glued vLLM records: ingest takes each as its own record
-        out["records"] = [{"text": r, **_explain_text(r, engines)} for r in records]
+        out["records"] = [{"text": r, **_explain_text(r, engines, wrap.get("outer"))}
+                          for r in records]
     return out
 
 
@@ -179,21 +182,40 @@ def _split(text: str) -> list[str]:
     return split(text) if split is not None else [text]
 
 
-def _explain_text(text: str, engines: list[str]) -> dict[str, Any]:
-    """class, engine, kind, variant, format, fields and diagnostics of one stripped record."""
-    out: dict[str, Any] = {"class": OTHER, "engine": None, "kind": None, "variant": None,
-                           "format": None, "fields": {}, "diagnostics": {}}
-    hit = classify_line(text, engines)
+WHY = {
+    "event": "the server's message matched the format {variant}",
+    "ignored": "a known {engine} line that carries no benchmark figure ({variant})",
+    "other": "it has {engine}'s shape ({variant}) but no known format, and carries no benchmark "
+             "figure: counted, no alarm",
+    "unrecognized": "it carries a benchmark figure's anchor ({variant}) but matches no known "
+                    "{engine} format: a new server version? (an alarm)",
+    "none": "no engine's message was found in it (counted with the ignored lines)",
+}
+
+
+def _explain_text(text: str, engines: list[str], outer: str | None = None) -> dict[str, Any]:
+    """class, why, engine, kind, variant, format, prefix, envelope, fields and diagnostics of
+    one stripped record."""
+    from .envelope import decode_prefix
+
+    out: dict[str, Any] = {"class": "none", "engine": None, "kind": None, "variant": None,
+                           "format": None, "prefix": None, "envelope": {}, "fields": {},
+                           "diagnostics": {}}
+    hit = classify_line(text, engines, outer)
     if hit is not None:
         eng, kind, variant, fields = hit
         doc = next((v.doc for v in load_grammar(eng).variants if v.name == variant), "")
-        cls = UNRECOGNIZED if kind == UNRECOGNIZED else IGNORED if kind == IGNORED else EVENT
+        cls = kind if kind in (UNRECOGNIZED, IGNORED, OTHER) else EVENT
+        prefix = fields.get("prefix")
         out.update({"class": cls, "engine": eng, "kind": kind, "variant": variant,
-                    "format": doc, "fields": fields if cls == EVENT else {}})
+                    "format": doc, "fields": fields if cls == EVENT else {}, "prefix": prefix,
+                    "envelope": {k: v for k, v in decode_prefix(prefix or "").items()
+                                 if v is not None}})
         if cls == UNRECOGNIZED:
             out["diagnostics"] = {eng: diagnose(eng, text)}
     else:
         out["diagnostics"] = {e: diagnose(e, text) for e in engines}
+    out["why"] = WHY[out["class"]].format(engine=out["engine"], variant=out["variant"])
     return out
 
 

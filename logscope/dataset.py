@@ -107,9 +107,6 @@ from typing import Any
 
 MANIFEST = "_manifest.json"
 HEAD_BYTES = 64 * 1024
-# the host of a journald wrapper (frontend.JOURNALD_ISO / JOURNALD_SHORT, host captured)
-_JOURNALD_HOST = (r"^(?:\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?[+-]\d{2}:?\d{2}"
-                  r"|[A-Z][a-zä]{2,3} [ 0-9]\d \d{2}:\d{2}:\d{2}) (\S+) [^\s:\[]+(?:\[\d+\])?: ")
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 PARTITIONS = ("engine", "host", "date")
 
@@ -181,6 +178,7 @@ def read_part(path: str, start_byte: int = 0, start_line: int = 0, engine: str =
     import polars as pl
 
     from . import sources
+    from .envelope import host_expr
     from .ingest import Input, NoServerLines, read_inputs
 
     p = Path(path)
@@ -201,13 +199,13 @@ def read_part(path: str, start_byte: int = 0, start_line: int = 0, engine: str =
                 yield sources.chunk(block)
 
     def find_host(lines: pl.DataFrame) -> None:
-        if state["host"] is not None or "wrap_service" not in lines.columns:
+        # the host (journald) or service (docker compose) the envelope decoder reads at the
+        # start of a line: the first line that has one names the file's host
+        if state["host"] is not None:
             return
-        wrapped = lines.filter(pl.col("wrap_iso").is_not_null() | pl.col("wrap_short").is_not_null()
-                               | pl.col("wrap_service").is_not_null()).head(1)
-        if wrapped.height:
-            m = re.match(_JOURNALD_HOST, wrapped["raw"][0])
-            state["host"] = m.group(1) if m else wrapped["wrap_service"][0]
+        hosts = lines.head(1000).select(host_expr(pl.col("raw"))).to_series().drop_nulls()
+        if hosts.len():
+            state["host"] = hosts[0]
 
     if gz:  # gzip: the whole file, no append
         chunks, _, _ = sources.stream(path)

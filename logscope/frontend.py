@@ -1,10 +1,17 @@
-"""The line front end shared by every engine: outer wrappers, ANSI colour, JSON entries.
+"""The line front end shared by every engine: ANSI colour, trailing padding, quoted embeddings.
 
-Order (as in formats/llama-server.md §2.6): strip the wrapper (journald, docker ``-t``
-timestamps, compose ``name | ``), strip ANSI colour anywhere in the line (also the reset that
-llama-server leaves at the start of the next line, and the mangled ``^[[``/``[1;36m`` forms), then
-the engine grammar's own envelope takes over. llama.cpp's era A/C JSON objects are re-rendered
-to the era-C text form so one grammar rule serves both.
+A line reaches the engine grammars as ``text`` plus, when a logger quoted the server's line
+inside its own entry, ``outer`` (the logger's part). In order: strip ANSI colour anywhere in
+the line (also the reset that llama-server leaves at the start of the next line, and the mangled
+``^[[``/``[1;36m`` forms); strip trailing padding (spaces of a terminal copy, CR, a Markdown
+``**``/backtick); unquote embeddings (docker's json-file ``{"log": ...}``, a logfmt ``line="..."``
+/ ``msg="..."`` as LocalAI, Ollama and Go loggers write them); split vLLM records glued onto one
+line; re-render llama.cpp's era A/C JSON objects as the era-C text form so one grammar rule
+serves both.
+
+Nothing here looks for a wrapper at the start of the line: the engine's message is found
+wherever it stands (``parse.classify``) and what precedes it is decoded by
+``logscope.envelope``.
 
 Each step exists twice, with the same regexes: vectorised over a Polars frame (batch ingest)
 and per line in Python (follow, explain).
@@ -15,20 +22,12 @@ from __future__ import annotations
 import json
 import re
 
-# journald short-iso / short-precise, short (localised month names), docker -t RFC 3339
-# journald short-iso prints a numeric offset (+01:00), never Z: a Z timestamp is docker -t's, and
-# "2024-05-01T10:00:00Z slot launch_slot_: ..." must not read as host "slot", ident "launch_slot_"
-JOURNALD_ISO = (r"(?P<wrap_iso>\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?[+-]\d{2}:?\d{2})"
-                r" \S+ [^\s:\[]+(?:\[\d+\])?: ")
-JOURNALD_SHORT = (r"(?P<wrap_short>[A-Z][a-zä]{2,3} [ 0-9]\d \d{2}:\d{2}:\d{2})"
-                  r" \S+ [^\s:\[]+(?:\[\d+\])?: ")
-DOCKER_TS = r"(?P<wrap_docker>\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?Z) "
-COMPOSE = r"(?P<wrap_service>[A-Za-z0-9][A-Za-z0-9_.-]*) +\| "
-WRAPPER = f"^(?:{JOURNALD_ISO}|{JOURNALD_SHORT})?(?:{COMPOSE})?(?:{DOCKER_TS})?"
-WRAPPER_FIELDS = ("wrap_iso", "wrap_short", "wrap_service", "wrap_docker")
-# a line that can carry a wrapper starts like one of them (a superset test, no captures)
-WRAPPER_HINT = r"^(?:\d{4}-\d{2}-\d{2}T|[A-Z][a-zä]{2,3} [ 0-9]\d |[A-Za-z0-9][A-Za-z0-9_.-]* +\| )"
 ANSI = r"(?:\x1b|\^\[|ESC)\[[0-9;]*[A-Za-z]|\[[0-9]{1,2}(?:;[0-9]{1,2})*m"
+# trailing padding: terminal copies pad with spaces, Windows ends in CR, Markdown pastes in ** or `
+PADDING = " \t\r\x0b\x0c*`"
+# a logger that quotes the whole server line as one field (Go %q / logfmt escaping)
+EMBED_HINT = '="'
+EMBED = (r'^(?P<outer>.*?\b(?:line|msg|message|log)=)"(?P<inner>(?:[^"\\]|\\.)+)"')
 
 # vLLM records glued onto one line (a tqdm bar or a lost newline before the next record): a
 # record start — optional process prefixes, LEVEL MM-DD HH:MM:SS — right after a non-space
@@ -72,9 +71,10 @@ def py_regex(regex: str) -> str:
     return "".join(out)
 
 
-_WRAPPER_RX = re.compile(py_regex(WRAPPER))
 _GLUED_RX = re.compile(GLUED)
 _ANSI_RX = re.compile(ANSI)
+_EMBED_RX = re.compile(EMBED)
+_UNESCAPE_RX = re.compile(r'\\(["\\])')
 
 
 def split_records(text: str) -> list[str]:
@@ -84,17 +84,39 @@ def split_records(text: str) -> list[str]:
     return _GLUED_RX.sub("\\1\n\\2", text).split("\n")
 
 
+def unescape(inner: str) -> str:
+    """A quoted embedding's text: ``\\"`` and ``\\\\`` unescaped, ``\\t`` a tab."""
+    return _UNESCAPE_RX.sub(r"\1", inner).replace("\\t", "\t")
+
+
 def strip_line(raw: str) -> tuple[dict[str, str | None], str]:
-    """Per-line front end: (wrapper fields, text for the engine grammar). Glued records stay
-    joined here; ``split_records`` separates them."""
+    """Per-line front end: (``{"outer": the quoting logger's part or None}``, text for the
+    engine grammars). Glued records stay joined here; ``split_records`` separates them."""
     if "\x1b" in raw or "[" in raw:
         raw = _ANSI_RX.sub("", raw)
-    m = _WRAPPER_RX.match(raw)
-    wrap = {k: m.group(k) for k in WRAPPER_FIELDS} if m else dict.fromkeys(WRAPPER_FIELDS)
-    text = raw[m.end():] if m else raw
+    text = raw.rstrip(PADDING)
+    outer = None
     if text.startswith("{"):
-        text = json_entry_to_text(text)
-    return wrap, text
+        outer, text = _json_entry(text)
+    elif EMBED_HINT in text and (m := _EMBED_RX.match(text)):
+        outer, text = m.group("outer"), unescape(m.group("inner")).rstrip(PADDING)
+    return {"outer": outer}, text
+
+
+def _json_entry(text: str) -> tuple[str | None, str]:
+    """docker json-file ``{"log": ..., "time": ...}`` -> (its time, the line); llama.cpp's era
+    A/C objects -> (None, their text form); anything else unchanged."""
+    if text.startswith('{"log":'):
+        try:
+            obj = json.loads(text)
+        except (ValueError, RecursionError):
+            return None, text
+        if isinstance(obj, dict) and isinstance(obj.get("log"), str):
+            inner = obj["log"].rstrip(PADDING + "\n")
+            if inner.startswith("{"):
+                inner = json_entry_to_text(inner)
+            return f'{obj.get("time", "")} {obj.get("stream", "")} ', inner
+    return None, json_entry_to_text(text)
 
 
 def json_entry_to_text(text: str) -> str:
@@ -117,8 +139,9 @@ def json_entry_to_text(text: str) -> str:
 
 
 def strip_frame(lines, first_row: int = 0):  # noqa: ANN001, ANN201 - polars imported lazily
-    """Vectorised front end over a frame with a ``raw`` column: adds the wrapper columns and
-    ``text``. Glued records become rows of their own, ``_row`` renumbered from ``first_row``."""
+    """Vectorised front end over a frame with a ``raw`` column: adds ``text`` and ``outer``
+    (null unless a logger quoted the line). Glued records become rows of their own, ``_row``
+    renumbered from ``first_row``."""
     import polars as pl
 
     raw = pl.col("raw")
@@ -126,34 +149,34 @@ def strip_frame(lines, first_row: int = 0):  # noqa: ANN001, ANN201 - polars imp
         pl.when(raw.str.contains(r"\x1b|\[[0-9;]*m", literal=False))
         .then(raw.str.replace_all(ANSI, ""))
         .otherwise(raw)
-        .alias("_clean")
+        .str.strip_chars_end(PADDING)
+        .alias("text"),
+        pl.lit(None, pl.String).alias("outer"),
     )
-    # most lines carry no wrapper: a cheap test on the line start spares the capturing regex,
-    # which runs on the lines that pass it only
-    hint = df.select(pl.col("_clean").str.contains(WRAPPER_HINT)).to_series()
+    # quoted embeddings (logfmt line="..." / msg="..."): a literal test, then the regex on the
+    # lines that pass it
+    hint = df.select(pl.col("text").str.contains(EMBED_HINT, literal=True)).to_series()
     if hint.any():
         at = hint.arg_true()
-        clean = df.get_column("_clean")
-        wrap = clean.gather(at).str.extract_groups(WRAPPER + "(?P<_rest>.*)$").struct.unnest()
-        cols = [pl.repeat(None, df.height, dtype=pl.String, eager=True).alias(f)
-                .scatter(at, wrap.get_column(f)) for f in WRAPPER_FIELDS]
-        rest = wrap.get_column("_rest")
-        text = clean.scatter(at, rest.fill_null(clean.gather(at))).alias("text")
-        df = df.drop("_clean").with_columns(*cols, text)
-    else:
-        df = df.with_columns(*[pl.lit(None, pl.String).alias(f) for f in WRAPPER_FIELDS],
-                             pl.col("_clean").alias("text")).drop("_clean")
+        text = df.get_column("text")
+        got = text.gather(at).str.extract_groups(EMBED).struct.unnest()
+        inner = (got.get_column("inner").str.replace_all(r'\\(["\\])', "${1}")
+                 .str.replace_all("\\t", "\t", literal=True).str.strip_chars_end(PADDING))
+        df = df.with_columns(text.scatter(at, inner.fill_null(text.gather(at))),
+                             df.get_column("outer").scatter(at, got.get_column("outer")))
+    # JSON entries (docker json-file, llama.cpp era A/C): rare, so decoded in Python
+    is_json = df.select(pl.col("text").str.starts_with("{")).to_series()
+    if is_json.any():
+        at = is_json.arg_true()
+        text = df.get_column("text")
+        pairs = [_json_entry(t) for t in text.gather(at)]
+        df = df.with_columns(
+            text.scatter(at, pl.Series([t for _, t in pairs], dtype=pl.String)),
+            df.get_column("outer").scatter(at, pl.Series([o for o, _ in pairs], dtype=pl.String)))
     glued = pl.col("text").str.contains(GLUED)
     if df.height and df.select(glued.any()).item():
         # one row per record: the records of a glued line share its line number
         df = (df.with_columns(pl.col("text").str.replace_all(GLUED, "${1}\n${2}")
                               .str.split("\n"))
               .explode("text").drop("_row").with_row_index("_row", offset=first_row))
-    # llama.cpp era A/C JSON entries: rare, so re-rendered in Python
-    is_json = df.select(pl.col("text").str.starts_with("{")).to_series()
-    if is_json.any():
-        at = is_json.arg_true()
-        text = df.get_column("text")
-        rendered = [json_entry_to_text(t) for t in text.gather(at)]
-        df = df.with_columns(text.scatter(at, pl.Series(rendered, dtype=pl.String)))
     return df

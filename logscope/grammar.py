@@ -105,7 +105,18 @@ class CompiledGrammar:
     envelope_regex: str
     envelope_fields: dict[str, str]
     variants: list[Variant]
+    envelope_search: str = ""  # the envelope without captures, for locating a message
     _py: dict[str, re.Pattern[str]] = field(default_factory=dict, repr=False)
+    _located: dict[str, str] = field(default_factory=dict, repr=False)
+
+    def located(self, v: Variant) -> str:
+        """The unanchored regex that finds variant ``v``'s message (envelope + body, to the end
+        of the line) wherever it stands: its leftmost match starts where the message does."""
+        rx = self._located.get(v.name)
+        if rx is None:
+            body = v.regex[1:] if v.regex.startswith("^") else v.regex
+            rx = self._located[v.name] = _strip_groups(f"(?:{self.envelope_search}){body}")
+        return rx
 
     # -- per-line fast path (Python ``re``), used by follow and diagnostics ---------------------
     def _rx(self, regex: str) -> re.Pattern[str]:
@@ -158,6 +169,14 @@ class CompiledGrammar:
             return self.lark().parse(line).pretty()
         except UnexpectedInput as e:
             return f"column {e.column}: {_short_lark_error(e)}"
+
+
+_GROUP_NAME = re.compile(r"\(\?P<[A-Za-z_][A-Za-z0-9_]*>")
+
+
+def _strip_groups(regex: str) -> str:
+    """The regex with its named groups made non-capturing (a search needs no captures)."""
+    return _GROUP_NAME.sub("(?:", regex)
 
 
 def _short_lark_error(e: Exception) -> str:
@@ -512,14 +531,14 @@ def compile_grammar(engine: str) -> CompiledGrammar:
         raise GrammarCompileError("envelope: no repetitions with fields")
     variants: list[Variant] = []
     kinds = _alternatives(comp.rules["event"], comp.NT)
-    kinds += [k for k in ("ignored", "claimed") if k in comp.rules]
+    kinds += [k for k in ("ignored", "claimed", "other") if k in comp.rules]
     for kind in kinds:
         for name in _alternatives(comp.rules[kind], comp.NT):
             variants.append(comp.variant(kind, name, docs.get(name, "")))
     for v in variants:  # both engines must accept every regex
         re.compile(v.regex)
     return CompiledGrammar(engine, _digest(engine), f"^(?:{env})(?P<_body>.*)$",
-                           dict(ectx.fields), variants)
+                           dict(ectx.fields), variants, _strip_groups(env))
 
 
 def _to_json(g: CompiledGrammar) -> dict[str, Any]:
@@ -532,7 +551,8 @@ def _to_json(g: CompiledGrammar) -> dict[str, Any]:
         }
 
     return {"engine": g.engine, "digest": g.digest, "envelope_regex": g.envelope_regex,
-            "envelope_fields": g.envelope_fields, "variants": [var(v) for v in g.variants]}
+            "envelope_fields": g.envelope_fields, "envelope_search": g.envelope_search,
+            "variants": [var(v) for v in g.variants]}
 
 
 def _from_json(d: dict[str, Any]) -> CompiledGrammar:
@@ -543,7 +563,7 @@ def _from_json(d: dict[str, Any]) -> CompiledGrammar:
         for v in d["variants"]
     ]
     return CompiledGrammar(d["engine"], d["digest"], d["envelope_regex"], d["envelope_fields"],
-                           variants)
+                           variants, d["envelope_search"])
 
 
 @cache

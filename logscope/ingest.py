@@ -17,17 +17,17 @@ from typing import Any
 
 import polars as pl
 
-from . import clock, sources
+from . import sources
 from .engines import Fields, Stream, drop_temp, model_for
-from .frontend import WRAPPER_FIELDS, strip_frame
+from .frontend import strip_frame
 from .grammar import ENGINES, available_engines, load_grammar
-from .parse import DTYPES, EVENT, IGNORED, UNRECOGNIZED, classify
+from .parse import DTYPES, EVENT, IGNORED, OTHER, UNRECOGNIZED, classify
 
 COMMON_COLUMNS = ["file", "line", "run", "engine", "ts", "ts_source", "ts_inferred", "t_rel",
                   "level", "slot", "task", "variant"]
 # columns an engine model may add to its event rows (kept in the kind tables when present)
 MODEL_COLUMNS = {"basis": pl.String, "counter": pl.String, "mean_acceptance_length_raw": pl.Float64,
-                 "primary_rank": pl.Boolean}
+                 "primary_rank": pl.Boolean, "prefix": pl.String}
 MAX_DIAGNOSTICS = 200  # lark explains at most this many unrecognized lines per ingest
 # lark's Earley parser is superlinear on long lines (an 8 KB SGLang batch line takes seconds):
 # it reads at most this much of one line, and this much in all per ingest (no hang on hostile input)
@@ -50,6 +50,7 @@ class FileStats:
     capped: int = 0
     events: int = 0
     ignored: int = 0
+    other: int = 0  # lines of an engine's shape that no rule knows and that carry no figure
     unrecognized: int = 0
     engines: list[str] = field(default_factory=list)
 
@@ -91,6 +92,7 @@ class Logs:
             "requests": 0 if req is None else req.height,
             "unrecognized": sum(f.unrecognized for f in self.files),
             "ignored": sum(f.ignored for f in self.files),
+            "other": sum(f.other for f in self.files),
             "engines": self.engines,
             "runs": _count_runs(self.tables),
             "files": [f.__dict__ for f in self.files],
@@ -109,7 +111,7 @@ def _kind_fields(engine: str) -> dict[str, dict[str, str]]:
     g = load_grammar(engine)
     out: dict[str, dict[str, str]] = {}
     for v in g.variants:
-        if v.kind in ("ignored", "claimed"):
+        if v.kind in ("ignored", "claimed", "other"):
             continue
         out.setdefault(v.kind, dict(g.envelope_fields)).update(v.all_fields)
     return out
@@ -179,29 +181,32 @@ def parse_batch(raw: pl.Series, file: str, engines: list[str] | None = None, *,
     out = Batch({}, {}, {}, pl.DataFrame(schema={"file": pl.String, "n": pl.UInt32}),
                 lines.height, first_row)
     rest = lines
-    for eng in engines:
-        if rest.height == 0:
-            break
-        res = classify(rest, load_grammar(eng), model_for(eng).row_fields)
-        rest = res.rest
-        if res.rows.height:
-            out.rows[eng] = _wrapper_time(res.rows)
-            out.fields[eng] = res.fields
-            out.unrecognized[eng] = res.unrecognized
+    # every engine's known formats first, then every engine's catch-alls (drift, other)
+    for known in (True, False):
+        for eng in engines:
+            if rest.height == 0:
+                break
+            res = classify(rest, load_grammar(eng), model_for(eng).row_fields, known)
+            rest = res.rest
+            if res.rows.height:
+                _merge(out, eng, res)
     if rest.height:
         out.other = rest.group_by("file").agg(pl.len().alias("n"))
     return out
 
 
-def _wrapper_time(rows: pl.DataFrame) -> pl.DataFrame:
-    """The wrapper's text columns, on rows, become one timestamp (``clock.WRAP_TS``, the only
-    part the models use): 8 bytes a row instead of four strings."""
-    wraps = [c for c in WRAPPER_FIELDS if c in rows.columns]
-    if not wraps:
-        return rows
-    if rows.select(pl.any_horizontal(pl.col("wrap_iso", "wrap_docker").is_not_null()).any()).item():
-        rows = rows.with_columns(clock.wrapper_ts_expr().alias(clock.WRAP_TS))
-    return rows.drop(wraps)
+def _merge(out: Batch, eng: str, res: Any) -> None:
+    """Add one classify pass of ``eng`` to the batch (rows kept in input order)."""
+    if eng not in out.rows:
+        out.rows[eng], out.fields[eng], out.unrecognized[eng] = (
+            res.rows, dict(res.fields), res.unrecognized)
+        return
+    out.rows[eng] = pl.concat([out.rows[eng], res.rows], how="diagonal_relaxed").sort("_row")
+    for k, f in res.fields.items():
+        prev = out.fields[eng].get(k)
+        out.fields[eng][k] = f if prev is None else pl.concat([prev, f], how="diagonal_relaxed")
+    if res.unrecognized.height:
+        out.unrecognized[eng] = pl.concat([out.unrecognized[eng], res.unrecognized])
 
 
 @dataclass
@@ -340,9 +345,9 @@ class Assembler:
                     un.join(rows.select("_row", "file", "line"), on="_row")
                     .with_columns(pl.lit(eng).alias("engine")))
             kinds = rows.get_column("kind")
-            if (~kinds.is_in([IGNORED, UNRECOGNIZED])).any():
+            if (~kinds.is_in([IGNORED, UNRECOGNIZED, OTHER])).any():
                 self.with_events.add(eng)
-            elif (kinds == IGNORED).any():
+            elif kinds.is_in([IGNORED, OTHER]).any():
                 self.with_ignored.add(eng)
             if eng not in self.streams:
                 self.streams[eng] = model_for(eng).stream(self.mtimes)
@@ -440,6 +445,7 @@ CLASSIFIED_SCHEMA = {"_row": pl.UInt32, "file": pl.String, "line": pl.Int64, "en
 def _class_of(kind: pl.Expr) -> pl.Expr:
     return (pl.when(kind == IGNORED).then(pl.lit(IGNORED))
             .when(kind == UNRECOGNIZED).then(pl.lit(UNRECOGNIZED))
+            .when(kind == OTHER).then(pl.lit(OTHER))
             .otherwise(pl.lit(EVENT)))
 
 
@@ -455,7 +461,7 @@ def _class_counts(batches: list[Batch]) -> pl.DataFrame:
     parts = [rows.group_by("file", _class_of(pl.col("kind")).alias("class")).len()
              .with_columns(pl.lit(eng).alias("engine"))
              for b in batches for eng, rows in b.rows.items()]
-    parts += [b.other.select("file", pl.lit("other").alias("class"),
+    parts += [b.other.select("file", pl.lit("none").alias("class"),
                              pl.col("n").cast(pl.UInt32).alias("len"),
                              pl.lit(None, pl.String).alias("engine"))
               for b in batches if b.other.height]
@@ -522,6 +528,8 @@ def _fill_stats(files: list[FileStats], counts: pl.DataFrame) -> None:
     for fs in files:
         fs.events = per.get((fs.file, EVENT), 0)
         fs.unrecognized = per.get((fs.file, UNRECOGNIZED), 0)
-        fs.ignored = per.get((fs.file, IGNORED), 0) + per.get((fs.file, "other"), 0)
+        # a line of no engine at all is counted with the ignored ones
+        fs.ignored = per.get((fs.file, IGNORED), 0) + per.get((fs.file, "none"), 0)
+        fs.other = per.get((fs.file, OTHER), 0)
         fs.engines = sorted(engs.get(fs.file, ()))
-        fs.records = fs.events + fs.unrecognized + fs.ignored
+        fs.records = fs.events + fs.unrecognized + fs.ignored + fs.other

@@ -26,6 +26,8 @@ DTYPES: dict[str, pl.DataType] = {
 }
 
 # classification of a line
+# an ``other`` line has an engine's shape (a component header) but no rule and no figure: counted,
+# never an alarm; an ``unrecognized`` one carries a benchmark figure's anchor and matches no format
 EVENT, IGNORED, UNRECOGNIZED, OTHER = "event", "ignored", "unrecognized", "other"
 
 
@@ -177,124 +179,263 @@ def _expand_rep(out: pl.DataFrame, rep: Any) -> pl.DataFrame:
     return out
 
 
-ENVELOPE = "__envelope"
+ENV_GROUP = "__e_"  # the envelope's groups inside a variant's message regex
 BODY_GROUP = "(?P<_body>.*)$"
+WORD_CHAR = r"[A-Za-z0-9_]$"  # a message does not start inside a word (its prefix's last char)
 
 
-def _prefix_regex(g: CompiledGrammar) -> str:
-    """The envelope regex without its ``_body`` group, the whole envelope captured as
-    ``ENVELOPE``."""
+def _message_regex(g: CompiledGrammar, v: Variant) -> str:
+    """Variant ``v``'s anchored regex over a located message: ``MATCHED``, the envelope's groups
+    (renamed ``__e_<group>``, so none clashes with a body field), then the body's."""
     rx = g.envelope_regex
     if not (rx.startswith("^") and rx.endswith(BODY_GROUP)):
         raise ValueError(f"{g.engine}: envelope regex does not end in {BODY_GROUP}")
-    return f"^(?P<{ENVELOPE}>{rx[1:-len(BODY_GROUP)]})"
+    env = re.sub(r"\(\?P<", f"(?P<{ENV_GROUP}", rx[1:-len(BODY_GROUP)])
+    body = v.regex[1:] if v.regex.startswith("^") else v.regex
+    return f"^(?P<{MATCHED}>){env}{body}"
+
+
+def _env_field(g: CompiledGrammar, group: str) -> str:
+    name = group[len(ENV_GROUP):]
+    dup = _DUP_GROUP.match(name)
+    return dup.group("field") if dup and name not in g.envelope_fields else name
+
+
+MAX_RETRIES = 8  # later starts tried when a match begins inside a word
+
+
+def _locate(cand: pl.DataFrame, located: str) -> pl.DataFrame | None:
+    """The rows of ``cand`` in which ``located`` matches, with ``_pos``: the byte offset where
+    the message starts. A match that starts inside a word (``2024-02-21T...`` read from its
+    ``-02-21``) is searched again after that point, a few times."""
+    text = cand.get_column("text")
+    pos = text.str.find(located)
+    if pos.null_count() == pos.len():
+        return None
+    found = cand.with_columns(pos.alias("_pos")).filter(pl.col("_pos").is_not_null())
+    before = pl.col("text").cast(pl.Binary).bin.slice(pl.col("_pos") - 1, 1).cast(pl.String)
+    inside = (pl.col("_pos") > 0) & before.str.contains(WORD_CHAR)
+    done: list[pl.DataFrame] = []
+    for _ in range(MAX_RETRIES):
+        bad = found.select(inside).to_series()
+        if not bad.any():
+            break
+        done.append(found.filter(~bad))
+        redo = found.filter(bad)
+        rest = redo.select(pl.col("text").cast(pl.Binary).bin.slice(pl.col("_pos") + 1)
+                           .cast(pl.String)).to_series().str.find(located)
+        found = redo.with_columns((pl.col("_pos") + 1 + rest).alias("_pos")).filter(
+            pl.col("_pos").is_not_null())
+    else:
+        found = found.filter(~found.select(inside).to_series())
+    done.append(found)
+    out = pl.concat(done) if len(done) > 1 else done[0]
+    return out.sort("_i") if len(done) > 1 else out
+
+
+def is_weak(v: Variant) -> bool:
+    """A variant whose text is too plain to be taken for the engine's on its own after a prefix
+    (an ignored or ``other`` line): it needs the engine's own header, or a prefix that shows a
+    wrapper (``envelope.EVIDENCE``)."""
+    return v.kind in (IGNORED, OTHER)
+
+
+KNOWN = ("event", IGNORED)  # the kinds of the first pass over every engine; then the rest
+
+
+def _env_nonempty(g: CompiledGrammar) -> str:
+    """A regex that matches a message that starts with the engine's own envelope (non-empty)."""
+    return f"^(?:{g.envelope_search})"
 
 
 def classify(lines: pl.DataFrame, g: CompiledGrammar,
-             row_fields: tuple[str, ...] = ("slot", "task")) -> Classified:
-    """Run one engine grammar over ``lines`` (columns ``_row``, ``text``, ...)."""
-    df = lines.with_columns(pl.col("text").str.extract_groups(_prefix_regex(g)).alias("_e")
-                            ).unnest("_e")
-    # the body is the text after the envelope: sliced, not captured (a capture of ``.*`` to the
-    # end of every line costs several times the envelope itself)
-    df = df.with_columns(pl.col("text").str.slice(pl.col(ENVELOPE).str.len_chars().fill_null(0))
-                         .alias("_body")).drop(ENVELOPE)
-    dups = {c: m.group("field") for c in df.columns
-            if (m := _DUP_GROUP.match(c)) and c not in g.envelope_fields
-            and m.group("field") in g.envelope_fields}
-    if dups:  # a field in several envelope alternatives: the first non-null wins
-        df = df.with_columns(
-            pl.coalesce([f, *[c for c, b in dups.items() if b == f]]).alias(f)
-            for f in set(dups.values())).drop(list(dups))
-    df = df.with_columns(
-        [cast(pl.col(f), d).alias(f) for f, d in g.envelope_fields.items()]
-        + [pl.col("_body").fill_null(pl.col("text"))]
-    )
-    # Candidates are routed by literal anchor (one pass per distinct anchor); a variant's regex
-    # runs on its candidates only, and extracts as it matches. Taken rows are dropped from the
-    # working frame once they are the majority, so later anchors scan fewer rows.
-    small = df.select("_row", "_body").with_row_index("_i")
-    taken = pl.repeat(False, small.height, dtype=pl.Boolean, eager=True)
-    n_taken = 0
+             row_fields: tuple[str, ...] = ("slot", "task"), known: bool | None = None
+             ) -> Classified:
+    """Run one engine grammar over ``lines`` (columns ``_row``, ``text``, optionally ``outer``).
+
+    A line's message is the leftmost match, to the end of the line and not inside a word, of
+    any variant (on a tie, the first in grammar order); the text before it is the line's
+    ``prefix``, decoded by :mod:`logscope.envelope`. So ``print_timings: prompt eval time = ...``
+    is era B's line, not a bare continuation line behind a prefix ``print_timings: ``. A plain
+    variant (ignored, other) counts after a prefix only with the engine's own envelope or a
+    wrapper's marks in the prefix. ``known`` True runs the event and ignored variants only,
+    False the others (``claimed``, ``other``): ingest runs every engine's known formats before
+    any engine's catch-alls, so no engine's drift rule takes another engine's line."""
+    from .envelope import EVIDENCE, decode_expr_columns
+
+    has_outer = "outer" in lines.columns and lines.get_column("outer").null_count() < lines.height
+    outer_col = ["outer"] if has_outer else []
+    variants = g.variants if known is None else [
+        v for v in g.variants if (v.kind not in ("claimed", OTHER)) == known]
+    # 1. where each line's message starts, and whose it is. Candidates are routed by literal
+    # anchor (one pass per distinct anchor); a variant's located regex runs on its candidates
+    # only. A line whose message starts at its first character cannot be beaten: it is settled,
+    # and settled lines leave the working frame once they are the majority.
+    small = lines.select("_row", "text", *outer_col).with_row_index("_i")
+    n = small.height
+    best_pos = pl.repeat(None, n, dtype=pl.UInt32, eager=True)
+    best_v = pl.repeat(None, n, dtype=pl.Int32, eager=True)
+    settled = pl.repeat(False, n, dtype=pl.Boolean, eager=True)
+    n_settled = 0
+    done: list[pl.DataFrame] = []
     anchor_masks: dict[str, pl.Series] = {}
-    on_row = set(g.envelope_fields) | set(row_fields)
-    row_parts: list[pl.DataFrame] = []
-    kind_parts: dict[str, list[pl.DataFrame]] = {}
-    claimed: list[pl.Series] = []
-    for v in g.variants:
-        if n_taken * 2 > small.height:
-            keep = ~taken
+    env_rx = _env_nonempty(g)
+    for vi, v in enumerate(variants):
+        if n_settled * 2 > small.height:
+            keep = ~settled
+            done.append(small.filter(settled).select(
+                "_row", "text", *outer_col, best_v.filter(settled).alias("_v"),
+                best_pos.filter(settled).alias("_pos")))
             small = small.filter(keep).drop("_i").with_row_index("_i")
             anchor_masks = {a: m.filter(keep) for a, m in anchor_masks.items()}
-            taken = pl.repeat(False, small.height, dtype=pl.Boolean, eager=True)
-            n_taken = 0
+            best_pos, best_v = best_pos.filter(keep), best_v.filter(keep)
+            settled = pl.repeat(False, small.height, dtype=pl.Boolean, eager=True)
+            n_settled = 0
         if small.height == 0:
             break
         if v.anchor:
             m = anchor_masks.get(v.anchor)
             if m is None:
-                m = anchor_masks[v.anchor] = small.get_column("_body").str.contains(
+                m = anchor_masks[v.anchor] = small.get_column("text").str.contains(
                     v.anchor, literal=True)
-            mask = m & ~taken
+            mask = m & ~settled
         else:
-            mask = ~taken
+            mask = ~settled
         if not mask.any():
             continue
-        cand = small.filter(mask)
+        hit = _locate(small.filter(mask), g.located(v))
+        if hit is None:
+            continue
+        need_env = v.kind == OTHER and not v.anchor  # ``other_line: _ANY``: the envelope is all
+        if need_env or is_weak(v):
+            at = pl.col("text").cast(pl.Binary).bin.slice(pl.col("_pos")).cast(pl.String)
+            env_len = at.str.extract(env_rx, 0).str.len_bytes().fill_null(0)
+            ok = env_len > 0
+            if not need_env:  # a plain line: at the start, or after a wrapper's marks
+                before = pl.col("text").cast(pl.Binary).bin.head(pl.col("_pos")).cast(pl.String)
+                ok = ok | (pl.col("_pos") == 0) | before.str.contains(EVIDENCE)
+                if has_outer:
+                    ok = ok | pl.col("outer").is_not_null()
+            hit = hit.filter(ok)
+            if hit.height == 0:
+                continue
+        idx = hit.get_column("_i")
+        pos = hit.get_column("_pos").cast(pl.UInt32)
+        cur = best_pos.gather(idx)
+        better = cur.is_null() | (pos < cur)
+        if not better.any():
+            continue
+        idx, pos = idx.filter(better), pos.filter(better)
+        best_pos = best_pos.scatter(idx, pos)
+        best_v = best_v.scatter(idx, vi)
+        first = idx.filter(pos == 0)
+        if first.len():
+            settled = settled.scatter(first, True)
+            n_settled = settled.sum()
+    left = best_v.is_not_null()
+    done.append(small.filter(left & ~settled | settled).select(
+        "_row", "text", *outer_col, best_v.filter(left).alias("_v"),
+        best_pos.filter(left).alias("_pos")))
+    found = pl.concat(done) if len(done) > 1 else done[0]
+    # 2. each variant extracts its lines' fields from the message (the text from its start)
+    env_fields = g.envelope_fields
+    on_row = set(env_fields) | set(row_fields)
+    row_parts: list[pl.DataFrame] = []
+    kind_parts: dict[str, list[pl.DataFrame]] = {}
+    claimed: list[pl.Series] = []
+    if found.height:
+        raw = pl.col("text").cast(pl.Binary)
+        found = found.with_columns(
+            pl.when(pl.col("_pos") > 0).then(raw.bin.head(pl.col("_pos")).cast(pl.String))
+            .alias("prefix"),
+            pl.when(pl.col("_pos") > 0).then(raw.bin.slice(pl.col("_pos")).cast(pl.String))
+            .otherwise(pl.col("text")).alias("text"))
+        groups = found.partition_by("_v", as_dict=True, maintain_order=True)
+    else:
+        groups = {}
+    for (vi,), hit in sorted(groups.items()):
+        v = variants[vi]
+        got = hit.select("_row", "prefix", *outer_col,
+                         pl.col("text").str.extract_groups(_message_regex(g, v)).alias("_g")
+                         ).unnest("_g").filter(pl.col(MATCHED).is_not_null())
+        if got.height == 0:
+            continue
+        env_groups = [c for c in got.columns if c.startswith(ENV_GROUP)]
+        env: dict[str, list[str]] = {}
+        for c in env_groups:
+            env.setdefault(_env_field(g, c), []).append(c)
+        env_cols = [(pl.coalesce([cast(pl.col(c), env_fields[f]) for c in cs]) if len(cs) > 1
+                     else cast(pl.col(cs[0]), env_fields[f])).alias(f) for f, cs in env.items()]
+        base = got.select("_row", "prefix", *outer_col, *env_cols)
         kind = UNRECOGNIZED if v.kind == "claimed" else v.kind
-        fieldless = kind == UNRECOGNIZED or (kind == IGNORED and not on_row & set(v.all_fields))
-        if fieldless or not _needs_groups(v):
-            hit = cand.filter(pl.col("_body").str.contains(v.regex)).drop("_body")
-        elif v.reps and (uniq := cand.select(pl.col("_body").unique())).height * 2 <= cand.height:
-            # a key/value line (long, its regex slow to capture) repeated word for word: what it
-            # extracts depends on its body alone, so each distinct body is captured once
-            hit = cand.join(uniq.with_columns(pl.col("_body").str.extract_groups(
-                _matching_regex(v)).alias("_g")).unnest("_g").filter(
-                pl.col(MATCHED).is_not_null()), on="_body", how="inner",
-                maintain_order="left").drop("_body")
-        else:
-            hit = cand.select("_i", "_row", pl.col("_body").str.extract_groups(
-                _matching_regex(v)).alias("_g")).unnest("_g").filter(
-                pl.col(MATCHED).is_not_null())
-        if hit.height == 0:
-            continue
-        taken = taken.scatter(hit.get_column("_i"), True)
-        n_taken += hit.height
         if kind == UNRECOGNIZED:
-            claimed.append(hit.get_column("_row"))
-        if fieldless:
-            row_parts.append(hit.select("_row", pl.lit(kind).alias("kind"),
-                                        pl.lit(v.name).alias("variant")))
+            claimed.append(got.get_column("_row"))
+        fieldless = kind in (UNRECOGNIZED, OTHER) or (
+            kind == IGNORED and not on_row & set(v.all_fields))
+        tag = [pl.lit(kind).alias("kind"), pl.lit(v.name).alias("variant")]
+        if fieldless or not _needs_groups(v):
+            row_parts.append(base.with_columns(*tag))
             continue
-        got = _extract(hit, v)
-        row_parts.append(got.select("_row", pl.lit(kind).alias("kind"),
-                                    pl.lit(v.name).alias("variant"),
-                                    *[c for c in got.columns if c in on_row]))
-        own = [c for c in got.columns if c != "_row" and c not in on_row]
-        if own and kind != IGNORED:  # an ignored line's other fields are no event's
-            kind_parts.setdefault(kind, []).append(got.select("_row", *own))
-    fields = {k: pl.concat(ps, how="diagonal_relaxed") if len(ps) > 1 else ps[0]
-              for k, ps in kind_parts.items()}
-    if row_parts:
-        got = pl.concat(row_parts, how="diagonal_relaxed")
-        env_cols = df.drop("_body", "text", "raw", strict=False)
+        fields = _extract(got.drop(env_groups, "prefix", *outer_col), v)
         # a field both in the envelope and in the body (era C's timestamp=, slot ids): body wins
-        clash = [c for c in got.columns if c != "_row" and c in env_cols.columns]
-        got = got.rename({c: f"{c}__body" for c in clash})
-        rows = env_cols.join(got, on="_row", how="inner", maintain_order="left")
-        if clash:
-            rows = rows.with_columns(
-                [pl.coalesce(f"{c}__body", c).alias(c) for c in clash]).drop(
-                [f"{c}__body" for c in clash])
+        own_row = [c for c in fields.columns if c in on_row]
+        clash = [c for c in own_row if c in base.columns]
+        part = base.drop(clash).with_columns(
+            *tag, *[pl.coalesce(fields.get_column(c), base.get_column(c)).alias(c) if c in clash
+                    else fields.get_column(c) for c in own_row])
+        row_parts.append(part)
+        own = [c for c in fields.columns if c != "_row" and c not in on_row]
+        if own and kind != IGNORED:  # an ignored line's other fields are no event's
+            kind_parts.setdefault(kind, []).append(fields.select("_row", *own))
+    fields_by_kind = {k: pl.concat(ps, how="diagonal_relaxed") if len(ps) > 1 else ps[0]
+                      for k, ps in kind_parts.items()}
+    if row_parts:
+        rows = pl.concat(row_parts, how="diagonal_relaxed")
+        rows = _decode_prefix(rows, env_fields, decode_expr_columns)
+        rows = lines.drop("text", "raw", "outer", strict=False).join(
+            rows, on="_row", how="inner", maintain_order="left")
+        taken_rows = rows.get_column("_row")
     else:
         rows = pl.DataFrame()
+        taken_rows = pl.Series("_row", [], dtype=pl.UInt32)
     unrec = (pl.DataFrame({"_row": pl.concat(claimed)}).join(
         lines.select("_row", "text"), on="_row") if claimed
         else pl.DataFrame(schema={"_row": pl.UInt32, "text": pl.String}))
-    left = small.filter(~taken).get_column("_row") if small.height else small.get_column("_row")
-    rest = (df if left.len() == df.height else df.filter(pl.col("_row").is_in(left.implode())))
-    rest = rest.select(lines.columns)
-    return Classified(g.engine, rows, fields, unrec, rest)
+    rest = (lines if taken_rows.len() == 0
+            else lines.filter(~pl.col("_row").is_in(taken_rows.implode())))
+    return Classified(g.engine, rows, fields_by_kind, unrec, rest)
+
+
+def _decode_prefix(rows: pl.DataFrame, env_fields: dict[str, str], decode) -> pl.DataFrame:  # noqa: ANN001
+    """The prefix (and a quoting logger's part) decoded: ``wrap_ts`` added, and the envelope
+    fields the engine's own header left empty (level, ranks, pid, ...) filled from it."""
+    cols = [c for c in ("outer", "prefix") if c in rows.columns]
+    if not cols or rows.select(pl.all_horizontal(pl.col(c).is_null() for c in cols).all()).item():
+        return rows.drop(cols).with_columns(pl.lit(None, pl.String).alias("prefix"))
+    pre = pl.concat_str([pl.col(c).fill_null("") for c in cols])
+    has = pl.any_horizontal(pl.col(c).is_not_null() for c in cols)
+    rows = rows.with_columns(pl.when(has).then(pre).alias("prefix")).drop(
+        [c for c in cols if c != "prefix"])
+    at = rows.get_column("prefix").is_not_null().arg_true()
+    dec = rows.select("prefix").gather(at).select(decode(pl.col("prefix")))
+    out: list[pl.Series] = []
+    for name in dec.columns:
+        col = dec.get_column(name)
+        if col.null_count() == col.len():
+            continue
+        if name == "wrap_ts":
+            out.append(pl.repeat(None, rows.height, dtype=col.dtype, eager=True)
+                       .scatter(at, col).alias(name))
+        elif name in env_fields or name == "level":
+            if name not in rows.columns:
+                out.append(pl.repeat(None, rows.height, dtype=col.dtype, eager=True)
+                           .scatter(at, col).alias(name))
+                continue
+            cur = rows.get_column(name)
+            fill = cur.gather(at)
+            fill = pl.select(pl.coalesce(pl.lit(fill), pl.lit(col.cast(cur.dtype)))).to_series()
+            out.append(cur.scatter(at, fill).alias(name))
+    return rows.with_columns(out) if out else rows
 
 
 _DUP_GROUP = re.compile(r"^(?P<field>.+)__\d+$")
@@ -326,18 +467,70 @@ def split_envelope(g: CompiledGrammar, text: str) -> tuple[dict[str, Any], str]:
     return env, m.group("_body")
 
 
-def classify_line(text: str, engines: list[str]) -> tuple[str, str, str, dict[str, Any]] | None:
-    """Per-line twin of ``classify`` over already stripped text: (engine, kind, variant, fields)."""
-    for engine in engines:
-        g = load_grammar(engine)
-        env, body = split_envelope(g, text)
-        for v in g.variants:
-            if v.anchor and v.anchor not in body:
+def locate(g: CompiledGrammar, v: Variant, text: str) -> tuple[str, str] | None:
+    """(prefix, message) of variant ``v`` in one line, as :func:`classify` finds it, or None."""
+    if v.anchor and v.anchor not in text:
+        return None
+    rx, start = _rx(g.located(v)), 0
+    for _ in range(MAX_RETRIES + 1):
+        m = rx.search(text, start)
+        if m is None:
+            return None
+        prefix, msg = text[:m.start()], text[m.start():]
+        if not prefix or not _rx(WORD_CHAR).search(prefix):
+            return prefix, msg
+        start = m.start() + 1
+    return None
+
+
+def classify_line(text: str, engines: list[str], outer: str | None = None
+                  ) -> tuple[str, str, str, dict[str, Any]] | None:
+    """Per-line twin of ``classify`` over already stripped text: (engine, kind, variant, fields).
+    Every engine's known formats are tried before any engine's catch-alls, and within an
+    engine the leftmost message wins (the first variant in grammar order on a tie), as in
+    ingest. ``fields`` holds the envelope's fields, the prefix's decoded ones where the envelope
+    has none (``prefix``, ``wrap_ts``, ...) and the body's."""
+    from .envelope import decode_prefix, has_evidence
+
+    for known in (True, False):
+        for engine in engines:
+            g = load_grammar(engine)
+            best: tuple[int, Variant, str, str] | None = None
+            for v in g.variants:
+                if (v.kind not in ("claimed", OTHER)) != known:
+                    continue
+                found = locate(g, v, text)
+                if found is None or (best is not None and len(found[0]) >= best[0]):
+                    continue
+                prefix, msg = found
+                need_env = v.kind == OTHER and not v.anchor
+                if need_env or is_weak(v):
+                    env_m = _rx(_env_nonempty(g)).match(msg)
+                    ok = env_m is not None and env_m.end() > 0
+                    if not need_env:
+                        ok = ok or not prefix or outer is not None or has_evidence(prefix)
+                    if not ok:
+                        continue
+                best = (len(prefix), v, prefix, msg)
+                if not prefix:
+                    break
+            if best is None:
                 continue
+            _, v, prefix, msg = best
+            env, body = split_envelope(g, msg)
             m = _rx(v.regex).match(body)
             if m is None:
                 continue
             kind = UNRECOGNIZED if v.kind == "claimed" else v.kind
+            whole = (outer or "") + prefix
+            if whole:
+                dec = decode_prefix(whole)
+                for k in [*g.envelope_fields, "level"]:
+                    if env.get(k) is None and dec.get(k) is not None:
+                        env[k] = dec[k]
+                env["prefix"] = whole
+                if dec["wrap_ts"] is not None:
+                    env["wrap_ts"] = dec["wrap_ts"]
             fields = {**env, **extract_fields(g, v, m)}
             return engine, kind, v.name, {k: _fit(x) for k, x in fields.items()}
     return None
@@ -355,9 +548,9 @@ def _fit(value: Any) -> Any:
 
 def parse_raw_line(raw: str, engines: list[str]) -> tuple[dict[str, Any], str,
                                                             tuple[str, str, str, dict] | None]:
-    """Front end + classification of one raw line: (wrapper fields, text, match)."""
+    """Front end + classification of one raw line: (front-end fields, text, match)."""
     wrap, text = strip_line(raw)
-    return wrap, text, classify_line(text, engines)
+    return wrap, text, classify_line(text, engines, wrap.get("outer"))
 
 
 __all__ = ["classify", "classify_line", "parse_raw_line", "cast", "convert", "DTYPES"]

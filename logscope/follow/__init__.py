@@ -6,8 +6,8 @@ patterns as batch ingest (:func:`logscope.parse.parse_raw_line`).
 
 Every event is a dict with ``kind``, ``file`` (the followed path), ``line`` (line number in the
 file currently behind that name), ``engine``, ``variant``, the typed fields of the grammar rule,
-the wrapper fields the front end found (``wrap_*``, only when present), and a wall clock:
-``ts`` (UTC ISO 8601) with ``ts_source`` ``wrapper`` (a journald/docker timestamp on the line,
+what preceded the server's message (``prefix``; ``outer`` when a logger quoted the line), and a
+wall clock: ``ts`` (UTC ISO 8601) with ``ts_source`` ``wrapper`` (a timestamp in the prefix,
 ``ts_inferred`` false) or ``read`` (the time the line was read, ``ts_inferred`` true: right for
 a live file, not for a replay with ``from_start``). ``run`` counts server runs in the followed
 file (llama-server's relative clock going back starts a new run).
@@ -43,19 +43,6 @@ def _ts_rel_seconds(v: Any) -> float | None:
     except ValueError:
         return None
     return m * 60 + s + ms / 1e3 + us / 1e6
-
-
-def _wrap_ts(wrap: dict[str, Any]) -> str | None:
-    iso = wrap.get("wrap_iso") or wrap.get("wrap_docker")
-    if not iso:
-        return None
-    try:
-        dt = datetime.fromisoformat(iso.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    if dt.tzinfo is None:
-        return None
-    return dt.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 class _Parser:
@@ -142,7 +129,7 @@ def _event(match: tuple | None, wrap: dict[str, Any], file: str, line: int,
     for k, v in wrap.items():
         if v is not None:
             ev[k] = v
-    ts = _wrap_ts(wrap)
+    ts = ev.pop("wrap_ts", None)  # decoded from the line's prefix (envelope.py)
     if ts is not None:
         ev["ts"], ev["ts_source"], ev["ts_inferred"] = ts, "wrapper", False
     else:
