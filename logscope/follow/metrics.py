@@ -19,10 +19,17 @@ counters (labels ``engine``, ``file``; ``kind`` for events)
   ``logscope_preemptions_total``               vLLM ``preemption`` events
 gauges (labels ``engine``, ``file``, ``slot``; ``slot`` is "" where the server has none)
   ``logscope_prefill_tokens_per_second``       last llama-server ``prompt_eval`` (exact, per
-                                               request) or vLLM window ``prompt_throughput``
-  ``logscope_decode_tokens_per_second``        last ``eval`` (exact) or vLLM ``gen_throughput``
+                                               request), SGLang ``input_throughput`` or vLLM
+                                               ``prompt_throughput`` (window averages)
+  ``logscope_decode_tokens_per_second``        last ``eval`` (exact), SGLang / vLLM
+                                               ``gen_throughput`` (window averages)
   ``logscope_tg_3s_tokens_per_second``         last ``decode_progress`` ``tg_3s``
-  ``logscope_draft_acceptance_ratio``          last ``draft_acceptance`` rate (0..1)
+  ``logscope_draft_acceptance_ratio``          last ``draft_acceptance`` rate (0..1); SGLang
+                                               ``accept_rate``; vLLM acceptance rate
+  ``logscope_draft_mean_accepted_length``      tokens per step with speculative decoding:
+                                               llama-server ``mean_len``, SGLang
+                                               ``accept_len``, vLLM mean acceptance length
+                                               (as printed: 0.8.5 printed accepted/drafts)
   ``logscope_kv_cache_usage_ratio``            SGLang ``token_usage``, vLLM KV usage (0..1)
   ``logscope_queue_requests``                  SGLang ``queue_req``, vLLM ``waiting_reqs``
   ``logscope_running_requests``                SGLang ``running_req``, vLLM ``running_reqs``
@@ -79,6 +86,9 @@ class Metrics:
         self.acceptance = Gauge("logscope_draft_acceptance_ratio",
                                 "Last speculative draft acceptance rate (0..1).", efs,
                                 registry=r)
+        self.mean_len = Gauge("logscope_draft_mean_accepted_length",
+                              "Last mean accepted length (tokens per step) with speculative "
+                              "decoding.", efs, registry=r)
         self.kv = Gauge("logscope_kv_cache_usage_ratio", "Last KV cache usage (0..1).", efs,
                         registry=r)
         self.queue = Gauge("logscope_queue_requests", "Last queued (waiting) requests.", efs,
@@ -145,15 +155,21 @@ class Metrics:
             add(self.draft_acc, "draft_accepted")
             add(self.draft_gen, "draft_generated")
             put(self.acceptance, "draft_rate")
+            put(self.mean_len, "mean_len")
         elif kind == "prefill_batch":
             add(self.requests, "new_seq")
             add(self.prompt_tokens, "new_token")
-            put(self.queue, "queue_req")
-            put(self.running, "running_req")
-        elif kind == "decode_batch":
+            put(self.prefill_tps, "input_throughput")
             put(self.kv, "token_usage")
             put(self.queue, "queue_req")
             put(self.running, "running_req")
+        elif kind == "decode_batch":
+            put(self.decode_tps, "gen_throughput")
+            put(self.kv, "token_usage")
+            put(self.queue, "queue_req")
+            put(self.running, "running_req")
+            put(self.acceptance, "accept_rate")
+            put(self.mean_len, "accept_len")
         elif kind == "retract":
             self.retracts.labels(*ef).inc()
         elif kind == "preemption":
@@ -178,6 +194,7 @@ class Metrics:
                 delta = v if last is None or v < last else v - last  # v < last: a restart
                 if delta > 0:
                     counter.labels(*ef).inc(delta)
+            put(self.mean_len, "mean_acceptance_length")
             if num("draft_acceptance_rate") is not None:
                 put(self.acceptance, "draft_acceptance_rate")
             else:
