@@ -4,10 +4,10 @@ A line reaches the engine grammars as ``text`` plus, when a logger quoted the se
 inside its own entry, ``outer`` (the logger's part). In order: strip ANSI colour anywhere in
 the line (also the reset that llama-server leaves at the start of the next line, and the mangled
 ``^[[``/``[1;36m`` forms); strip trailing padding (spaces of a terminal copy, CR, a Markdown
-``**``/backtick); unquote embeddings (docker's json-file ``{"log": ...}``, a logfmt ``line="..."``
-/ ``msg="..."`` as LocalAI, Ollama and Go loggers write them); split vLLM records glued onto one
-line; re-render llama.cpp's era A/C JSON objects as the era-C text form so one grammar rule
-serves both.
+``**``/backtick) and a handler's trailing ``file.py:NN`` column (Rich); unquote embeddings
+(docker's json-file / fluent-bit ``{"log": ...}``, a logfmt ``line="..."`` / ``msg="..."`` as
+LocalAI, Ollama and Go loggers write them); split vLLM records glued onto one line; re-render
+llama.cpp's era A/C JSON objects as the era-C text form so one grammar rule serves both.
 
 Nothing here looks for a wrapper at the start of the line: the engine's message is found
 wherever it stands (``parse.classify``) and what precedes it is decoded by
@@ -25,6 +25,9 @@ import re
 ANSI = r"(?:\x1b|\^\[|ESC)\[[0-9;]*[A-Za-z]|\[[0-9]{1,2}(?:;[0-9]{1,2})*m"
 # trailing padding: terminal copies pad with spaces, Windows ends in CR, Markdown pastes in ** or `
 PADDING = " \t\r\x0b\x0c*`"
+# a column a logging handler prints after the message (Rich's ``   serve.py:118``)
+SUFFIX_HINT = ".py:"
+SUFFIX = r" {2,}[A-Za-z0-9_.-]+\.py:[0-9]+$"
 # a logger that quotes the whole server line as one field (Go %q / logfmt escaping)
 EMBED_HINT = '="'
 EMBED = (r'^(?P<outer>.*?\b(?:line|msg|message|log)=)"(?P<inner>(?:[^"\\]|\\.)+)"')
@@ -74,6 +77,7 @@ def py_regex(regex: str) -> str:
 _GLUED_RX = re.compile(GLUED)
 _ANSI_RX = re.compile(ANSI)
 _EMBED_RX = re.compile(EMBED)
+_SUFFIX_RX = re.compile(SUFFIX)
 _UNESCAPE_RX = re.compile(r'\\(["\\])')
 
 
@@ -95,6 +99,8 @@ def strip_line(raw: str) -> tuple[dict[str, str | None], str]:
     if "\x1b" in raw or "[" in raw:
         raw = _ANSI_RX.sub("", raw)
     text = raw.rstrip(PADDING)
+    if SUFFIX_HINT in text:
+        text = _SUFFIX_RX.sub("", text)
     outer = None
     if text.startswith("{"):
         outer, text = _json_entry(text)
@@ -106,7 +112,7 @@ def strip_line(raw: str) -> tuple[dict[str, str | None], str]:
 def _json_entry(text: str) -> tuple[str | None, str]:
     """docker json-file ``{"log": ..., "time": ...}`` -> (its time, the line); llama.cpp's era
     A/C objects -> (None, their text form); anything else unchanged."""
-    if text.startswith('{"log":'):
+    if '"log":' in text:
         try:
             obj = json.loads(text)
         except (ValueError, RecursionError):
@@ -115,7 +121,10 @@ def _json_entry(text: str) -> tuple[str | None, str]:
             inner = obj["log"].rstrip(PADDING + "\n")
             if inner.startswith("{"):
                 inner = json_entry_to_text(inner)
-            return f'{obj.get("time", "")} {obj.get("stream", "")} ', inner
+            when = obj.get("time") or obj.get("@timestamp") or obj.get("date") or ""
+            if isinstance(when, int | float):  # fluent-bit: unix seconds
+                when = f"{when:.6f}"
+            return f"{when} {obj.get('stream', '')} ", inner
     return None, json_entry_to_text(text)
 
 
@@ -153,6 +162,10 @@ def strip_frame(lines, first_row: int = 0):  # noqa: ANN001, ANN201 - polars imp
         .alias("text"),
         pl.lit(None, pl.String).alias("outer"),
     )
+    suffix = pl.col("text").str.contains(SUFFIX_HINT, literal=True)
+    if df.select(suffix.any()).item():
+        df = df.with_columns(pl.when(suffix).then(pl.col("text").str.replace(SUFFIX, ""))
+                             .otherwise(pl.col("text")).alias("text"))
     # quoted embeddings (logfmt line="..." / msg="..."): a literal test, then the regex on the
     # lines that pass it
     hint = df.select(pl.col("text").str.contains(EMBED_HINT, literal=True)).to_series()
