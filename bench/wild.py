@@ -42,7 +42,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.wrappers import CATALOGUE, DAMAGE, REWRITERS, compose  # noqa: E402
+from tests.wrappers import CATALOGUE, DAMAGE, PROVENANCE_LEVELS, REWRITERS, compose  # noqa: E402
 
 WILD = ROOT / "fixtures" / "wild"
 
@@ -285,6 +285,60 @@ def build_preempt_bold(src: Lines, km: KindMap, rng: random.Random) -> tuple[Lin
     return out, used
 
 
+_RANK = re.compile(r"\b(?:DP\d+ )?TP\d+\b")
+
+
+def _ray_pattern(line: str) -> str:
+    """Ray's dedup key: the words of the line that hold no digit."""
+    return " ".join(w for w in line.split() if not any(ch.isdigit() for ch in w))
+
+
+def build_ray_dedup(src: Lines, km: KindMap, rng: random.Random) -> tuple[Lines, list[int]]:
+    """SGLang schedulers as Ray actors (one per TP rank), through Ray's log deduplication.
+
+    Every line gets its rank's ``(SchedulerActor pid=N) `` prefix. A line whose digit-free words
+    repeat a line of another actor seen in the last 6 lines (Ray: 5 seconds) is buffered; at the
+    end of the window the buffer is printed as its last line + `` [repeated Nx across cluster]``
+    (so the copy moves down and earlier buffered copies are dropped). Dropped lines are not
+    "used", so ``figure_lines`` counts only what the log still shows.
+    """
+    pids: dict[str, int] = {}
+    prefixed: list[str] = []
+    for ln in src:
+        m = _RANK.search(ln[:60])
+        rank = m.group(0) if m else "main"
+        pid = pids.setdefault(rank, rng.randint(1000, 99999))
+        prefixed.append(f"(SchedulerActor pid={pid}) ")
+    out: Lines = []
+    used: list[int] = []
+    seen: dict[str, tuple[int, str]] = {}  # pattern -> (line index, prefix) of the printed one
+    buf: dict[str, list[int]] = {}  # pattern -> buffered copies
+    due: dict[str, int] = {}  # pattern -> line index at which the buffer is flushed
+
+    def flush(pattern: str) -> None:
+        copies = buf.pop(pattern)
+        due.pop(pattern)
+        last = copies[-1]
+        out.append(f"{prefixed[last]}{src[last]} [repeated {len(copies)}x across cluster]")
+        used.append(last)
+
+    for i, ln in enumerate(src):
+        for pattern in [p for p, at in due.items() if at <= i]:
+            flush(pattern)
+        pat = _ray_pattern(ln)
+        first = seen.get(pat)
+        if pat and first and first[1] != prefixed[i] and i - first[0] <= 6:
+            buf.setdefault(pat, []).append(i)
+            due.setdefault(pat, i + 6)
+            continue
+        seen[pat] = (i, prefixed[i])
+        out.append(prefixed[i] + ln)
+        used.append(i)
+    for pattern in sorted(due, key=due.__getitem__):
+        flush(pattern)
+    return out, used
+
+
 # ---------------------------------------------------------------------- rendered (no source)
 
 class _Clock:
@@ -425,14 +479,14 @@ RECIPES: list[Recipe] = [
     Recipe("llama-journald-odd-ident", "llama-server", "journald, empty host + odd identifier",
            "issue 12 / llama.cpp threads (systemd units)", L_TG3, ["journald_odd_ident"]),
     Recipe("llama-journald-de", "llama-server", "journald short, German month names",
-           "llama.cpp threads by German-locale users", L_GEN, ["journald_de"]),
+           "issue 12 names `Mai`; glibc de_DE abbreviations", L_GEN, ["journald_de"]),
     Recipe("llama-localai-journald-es", "llama-server",
            "LocalAI `GRPC stderr line=\"...\"` inside journald with Spanish months",
            "LocalAI issue threads (systemd + es_ES)", L_TS, ["localai_grpc_quoted", "journald_es"]),
     Recipe("llama-journald-fr", "llama-server", "journald short, French month names (`déc.`)",
-           "llama.cpp threads by French-locale users", L_ML, ["journald_fr"]),
+           "issue 12 names `déc.`; glibc fr_FR abbreviations", L_ML, ["journald_fr"]),
     Recipe("llama-journald-it", "llama-server", "journald short, Italian month names (`ago`)",
-           "llama.cpp threads by Italian-locale users", L_2RUN, ["journald_it"]),
+           "issue 12 names `ago`; glibc it_IT abbreviations", L_2RUN, ["journald_it"]),
     Recipe("llama-localai-legacy-compose", "llama-server",
            "LocalAI zerolog `DBG GRPC(...): stderr` under docker compose",
            "LocalAI issue threads (2023-24, docker compose)", L_TXT,
@@ -441,17 +495,17 @@ RECIPES: list[Recipe] = [
            "leading space + interleaved launcher `[DEBUG]` lines", "issue 12", L_TG3,
            ["leading_space_app"]),
     Recipe("llama-gutter-cat-n", "llama-server", "`cat -n` line-number gutter",
-           "issue threads (pasted `cat -n`)", L_GEN, ["gutter_cat_n"]),
+           "issue 12 (line-number gutters)", L_GEN, ["gutter_cat_n"]),
     Recipe("llama-trailing-spaces", "llama-server", "trailing spaces to 120 columns",
            "issue 12 (terminal copy)", L_TS, ["trailing_spaces_120"]),
     Recipe("llama-tmux-capture", "llama-server", "tmux capture-pane: padded lines, shell prompt",
-           "tmux / screen captures in issue threads", L_2RUN, ["tmux_capture"]),
+           "issue 12 (tmux / screen captures)", L_2RUN, ["tmux_capture"]),
     Recipe("llama-swap", "llama-server", "llama-swap `[model]` upstream prefix + proxy lines",
-           "llama-swap threads", L_TS, ["llama_swap"]),
+           "llama-swap, newer `[model]` prefix (approximated)", L_TS, ["llama_swap"]),
     Recipe("llama-ollama-slog", "llama-server", "Go slog `msg=\"<line>\"` embedding",
-           "Ollama / Go launchers", L_ML, ["ollama_slog"]),
+           "Go slog text handler, Ollama style (approximated)", L_ML, ["ollama_slog"]),
     Recipe("llama-windows-service", "llama-server", "NSSM-style `[time] ` prefix + CRLF",
-           "Windows service wrappers", L_TG3, ["windows_service"]),
+           "NSSM-style service wrapper (approximated)", L_TG3, ["windows_service"]),
     Recipe("llama-collapsed-spaces", "llama-server", "paste damage: runs of spaces collapsed",
            "forum pastes (cf. ../shared/corpus/seed000-*.log)", L_TS, pre=["collapse_spaces"]),
     Recipe("llama-noalarm-chat-format", "llama-server",
@@ -462,12 +516,12 @@ RECIPES: list[Recipe] = [
            "no false alarm lines under docker compose", "issue 12", L_TG3,
            ["docker_compose"], build=build_llama_no_alarm, no_alarm=True),
     Recipe("llama-textgen-webui", "llama-server", "text-generation-webui `HH:MM:SS-ffffff INFO`",
-           "text-generation-webui console", L_TXT, ["textgen_webui"]),
+           "text-generation-webui console (approximated)", L_TXT, ["textgen_webui"]),
     Recipe("llama-lmstudio", "llama-server", "LM Studio-like `[time][DEBUG] ` + own lines",
            "LM Studio server log (shape approximated)", L_TG3, ["lmstudio"]),
     Recipe("llama-docker-json", "llama-server", "docker json-file lines (Go JSON escaping)",
-           "/var/lib/docker/containers/*-json.log pasted in threads", L_COL, ["docker_json"]),
-    Recipe("llama-syslog-rfc5424", "llama-server", "syslog RFC 5424", "remote syslog collectors",
+           "docker json-file driver format", L_COL, ["docker_json"]),
+    Recipe("llama-syslog-rfc5424", "llama-server", "syslog RFC 5424", "RFC 5424",
            L_GEN, ["syslog_rfc5424"]),
     Recipe("llama-markdown-quote", "llama-server", "markdown quote `> ` on every line",
            "forum / GitHub quote blocks", L_ML, ["markdown_quote"]),
@@ -484,7 +538,7 @@ RECIPES: list[Recipe] = [
     Recipe("llama-colors-indent-tab", "llama-server", "tab-indented paste of a coloured log",
            "mail / markdown code blocks", L_COL, ["indent_tab"]),
     Recipe("llama-journald-nl", "llama-server", "journald short, Dutch months (`mei`)",
-           "llama.cpp threads by Dutch-locale users", L_TS, ["journald_nl"]),
+           "glibc nl_NL abbreviations (not seen in a thread)", L_TS, ["journald_nl"]),
     Recipe("llama-swap-legacy", "llama-server",
            "llama-swap 2025: raw upstream, `[llama-swap]` access lines, `!!!` health lines",
            "llama-swap issue threads", L_ML, ["llama_swap_legacy"]),
@@ -506,7 +560,7 @@ RECIPES: list[Recipe] = [
            "systemd units with colour forced on", L_GEN, ["ansi_line", "journald_short_monotonic"]),
     # --------------------------------------------------------------------- SGLang
     Recipe("sglang-ray-actor", "sglang", "Ray actor `(SGLangEngine pid=N) `",
-           "verl / slime / OpenRLHF threads", S + "v0.4.4-retract-pressure.log",
+           "issue 12 (`(SGLangEngine pid=…)`)", S + "v0.4.4-retract-pressure.log",
            ["ray_sglang_engine"]),
     Recipe("sglang-pylog-wrap", "sglang", "Python logging wrapper `asctime,ms LEVEL pid [f:l] `",
            "RL launchers logging the server's stdout", S + "v0.4.10-dp-attention.log",
@@ -546,12 +600,22 @@ RECIPES: list[Recipe] = [
     Recipe("sglang-collapsed-spaces", "sglang", "paste damage: runs of spaces collapsed",
            "forum pastes", S + "v0.4.4-retract-pressure.log", pre=["collapse_spaces"]),
     Recipe("sglang-journald-pt", "sglang", "journald short, Portuguese months (`out`, `dez`)",
-           "SGLang threads by pt-BR users", S + "v0.3.0-hms-tp.log", ["journald_pt"]),
+           "glibc pt_BR abbreviations (not seen in a thread)", S + "v0.3.0-hms-tp.log",
+           ["journald_pt"]),
     Recipe("sglang-github-actions", "sglang", "GitHub Actions raw log (7-digit fraction)",
            "CI benchmark jobs", S + "v0.1.14-new-fill-batch.log", ["github_actions"]),
     Recipe("sglang-ray-actor-generic", "sglang", "Ray actor prefix with `ip=` (any actor name)",
            "Ray-launched SGLang (verl WorkerDict etc.)", S + "v0.5.9-eagle3-graph-last.log",
            ["ray_actor"]),
+    Recipe("sglang-ray-dedup", "sglang",
+           "Ray actors per TP rank + Ray log dedup (`[repeated Nx across cluster]`, moved copies)",
+           "vLLM / SGLang on Ray threads (`[repeated 32x across cluster]`)",
+           S + "v0.4.4-retract-pressure.log", build=build_ray_dedup,
+           note="Ray folds another rank's copy of a line into one later line with a suffix "
+                "(order changes; folded copies are gone and not counted)"),
+    Recipe("sglang-ray-dedup-kubectl", "sglang", "Ray dedup, then kubectl timestamps",
+           "Ray on Kubernetes (KubeRay)", S + "v0.4.7-retract-oom-crash.log", ["kubectl"],
+           build=build_ray_dedup),
     Recipe("sglang-fluentbit-json", "sglang", "Fluent Bit json_lines (`date`, `log`, k8s meta)",
            "cluster log pipelines", S + "v0.4.10-dp-attention.log", ["fluentbit_json"]),
     Recipe("sglang-unix-seconds", "sglang", "unix seconds with fraction prefix",
@@ -564,11 +628,13 @@ RECIPES: list[Recipe] = [
            "Ray Data / vLLM batch inference threads", V + "v0.10.1-eagle3-apiserver.log",
            ["ray_nested"]),
     Recipe("vllm-kubectl", "vllm", "kubectl logs --timestamps (RFC 3339 ns, zeros trimmed)",
-           "vLLM on Kubernetes threads", V + "v0.11.0-dp2-ngram.log", ["kubectl"]),
+           "vLLM format notes (`docker logs -t` / kubectl)", V + "v0.11.0-dp2-ngram.log",
+           ["kubectl"]),
     Recipe("vllm-gutter-editor", "vllm", "editor line-number gutter `683 `",
            "issue 12 (editor copy)", V + "v0.9.2-v0-engine-bracketed.log", ["gutter_editor"]),
     Recipe("vllm-compose", "vllm", "docker compose column + other services",
-           "vLLM compose deployments", V + "v0.12.0-dp2-aggregated-tty.log", ["docker_compose"]),
+           "vLLM format notes (compose column)", V + "v0.12.0-dp2-aggregated-tty.log",
+           ["docker_compose"]),
     Recipe("vllm-cri", "vllm", "CRI log file", "/var/log/pods", V + "v0.14.0-vl-mm-corrupted.log",
            ["cri"]),
     Recipe("vllm-journald-short-iso", "vllm", "journalctl -o short-iso",
@@ -589,7 +655,8 @@ RECIPES: list[Recipe] = [
     Recipe("vllm-rich-handler", "vllm", "rich console: `[time] INFO` + `file:line` column",
            "Python apps using RichHandler", V + "v0.10.2-debug-fileinfo-nested.log",
            ["rich_handler"]),
-    Recipe("vllm-stern", "vllm", "stern `pod container ` prefix", "Kubernetes log tailing",
+    Recipe("vllm-stern", "vllm", "stern `pod container ` prefix",
+           "a vLLM PR thread tailing pods with stern",
            V + "v0.26.0-iteration-details.log", ["stern"], no_alarm=True,
            note="Iteration(N) detail lines must raise no alarm"),
     Recipe("vllm-aws-logs-tail", "vllm", "`aws logs tail` prefix", "CloudWatch (ECS/SageMaker)",
@@ -622,6 +689,13 @@ RECIPES: list[Recipe] = [
            "forum pastes", V + "v0.9.2-v0-engine-bracketed.log", pre=["collapse_spaces"]),
     Recipe("vllm-syslog-rfc3164", "vllm", "BSD syslog with PRI", "network syslog",
            V + "v0.8.4-eagle.log", ["syslog_rfc3164"]),
+    Recipe("vllm-log-ui-pipe", "vllm", "log viewer export `YYYY-mm-dd HH:MM:SS.mmm | `",
+           "vLLM format notes (log UIs)", V + "v0.10.2-debug-fileinfo-nested.log",
+           ["log_ui_pipe"]),
+    Recipe("vllm-ray-worker-chain", "vllm",
+           "two process prefixes `(EngineCore pid) (RayWorkerProc pid)`",
+           "vLLM on Ray clusters (threads with NCCL lines)", V + "v0.11.0-dp2-ngram.log",
+           ["ray_worker_chain"]),
     Recipe("vllm-loki-logcli", "vllm", "Grafana Loki logcli output (label set before the line)",
            "Loki / Grafana exports", V + "v0.12.0-dp2-aggregated-tty.log", ["loki_logcli"]),
     Recipe("vllm-podman", "vllm", "podman logs -t (local zone offset)", "podman deployments",
@@ -741,9 +815,11 @@ def readme(recipes: list[Recipe], exps: dict[str, dict]) -> str:
             flags.append("partial")
         if r.no_alarm:
             flags.append("no alarm")
-        rows.append(f"| `{r.name}.log` | {r.engine} | {r.cls} | {r.seen} | {src} | {steps} | "
-                    f"{figs} | {', '.join(flags)} |")
-    wrappers = "\n".join(f"- `{n}`: {i.title} (seen in: {i.source})" for n, i in CATALOGUE.items())
+        cells = [f"`{r.name}.log`", r.engine, r.cls, r.seen, src, steps, figs, ", ".join(flags)]
+        rows.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    wrappers = "\n".join(f"- `{n}` [{i.provenance}]: {i.title} Source: {i.source}."
+                         for n, i in CATALOGUE.items())
+    levels = "\n".join(f"- `{k}`: {v}" for k, v in PROVENANCE_LEVELS.items())
     return f"""# Wild corpus: server logs as they arrive through wrappers and pastes
 
 Rendered by `python bench/wild.py` (deterministic, seeded by each log's name; `--check` verifies the
@@ -785,6 +861,10 @@ Notes:
   is a log excerpt, not a false-alarm case.
 
 ## Wrapper classes of `tests/wrappers.py`
+
+How well each shape is known:
+
+{levels}
 
 {wrappers}
 

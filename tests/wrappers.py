@@ -38,6 +38,7 @@ class WrapperInfo:
     inserts: bool = False  # adds lines of its own app (no server message in them)
     escapes: bool = False  # the server line is quoted / escaped in the wrapper's own syntax
     suffix: bool = False  # text stands after the server line (padding, "\r", "**", file:line)
+    provenance: str = ""  # how well the shape is known: see PROVENANCE_LEVELS
 
     @property
     def doc(self) -> str:
@@ -353,7 +354,7 @@ def _short(c: _Clock, loc: str = "en") -> str:
     return f"{_MONTHS[loc][t.month - 1]} {t:%d %H:%M:%S}"
 
 
-@_register("journald_short", "systemd journal `journalctl` default output (many issue threads)")
+@_register("journald_short", "`journalctl` default output; the vLLM format notes quote one")
 def journald_short(lines: list[str], rng: random.Random) -> list[str]:
     """journald short: ``Mon DD HH:MM:SS host ident[pid]: ``.
 
@@ -386,11 +387,12 @@ for _loc, _ex in _LOCALE_EXAMPLES.items():
     _fn.__name__ = f"journald_{_loc}"
     _fn.__doc__ = (f"journald short with {_loc} month names ({', '.join(_MONTHS[_loc])}).\n\n"
                    f"``{_ex} 08:57:40 gpu-box llama-server[1351]: 0.43.150.974 I slot ...``")
-    _register(f"journald_{_loc}", f"journalctl under a {_loc} locale (issue threads by users "
-              "of that locale, e.g. LocalAI / llama.cpp)")(_fn)
+    _register(f"journald_{_loc}", f"journalctl under LANG={_loc}_* (glibc month "
+              "abbreviations); issue 12 names `Mai`, `ago`, `déc.`")(_fn)
 
 
-@_register("journald_short_iso", "`journalctl -o short-iso` (llama.cpp / vLLM issue threads)")
+@_register("journald_short_iso", "`journalctl -o short-iso` (the llama-server journald fixture "
+           "has its precise form)")
 def journald_short_iso(lines: list[str], rng: random.Random) -> list[str]:
     """journalctl -o short-iso: ``YYYY-mm-ddTHH:MM:SS+hh:mm host ident[pid]: ``.
 
@@ -531,7 +533,8 @@ def localai_grpc_quoted(lines: list[str], rng: random.Random) -> list[str]:
     return out
 
 
-@_register("localai_grpc_legacy", "LocalAI issue threads (older zerolog console, 2023-2024)")
+@_register("localai_grpc_legacy",
+           "LocalAI issue threads (zerolog console, 2023-2024, also under compose)")
 def localai_grpc_legacy(lines: list[str], rng: random.Random) -> list[str]:
     """LocalAI zerolog console: ``H:MMPM DBG GRPC(<model>-127.0.0.1:<port>): stderr ``.
 
@@ -751,7 +754,7 @@ _RAY_ACTORS = ["SGLangEngine", "vLLMEngine", "RayWorkerWrapper", "WorkerDict", "
                "ServeReplica:default:VLLMDeployment", "EngineCoreActor"]
 
 
-@_register("ray_actor", "SGLang / verl / OpenRLHF issue threads (Ray actor stdout prefix)")
+@_register("ray_actor", "issue 12 / Ray actor stdout prefix (verl, OpenRLHF, Ray Serve)")
 def ray_actor(lines: list[str], rng: random.Random) -> list[str]:
     """Ray actor prefix: ``(Actor pid=N) `` or ``(Actor pid=N, ip=10.x.x.x) ``.
 
@@ -764,17 +767,41 @@ def ray_actor(lines: list[str], rng: random.Random) -> list[str]:
     return [tag + ln for ln in lines]
 
 
-@_register("ray_nested", "vLLM / Ray Data batch inference threads (nested actor names)")
+@_register("ray_nested", "Ray Data / vLLM batch inference threads (nested actor names, the "
+           "stage's own `[vLLM] Elapsed time for batch` lines between)", inserts=True)
 def ray_nested(lines: list[str], rng: random.Random) -> list[str]:
-    """Ray Data actor with nested parentheses in its name.
+    """Ray Data actor with nested parentheses in its name, its own batch-timing lines between.
 
     ``(MapWorker(MapBatches(vLLMEngineStageUDF)) pid=20874) INFO 07-27 22:30:35 [loggers.py:118]``
+    and ``(MapWorker(MapBatches(vLLMEngineStageUDF)) pid=20874) [vLLM] Elapsed time for batch
+    4c1d... with size 16: 20.36``
     """
     name = rng.choice(["MapWorker(MapBatches(vLLMEngineStageUDF))",
                        "MapWorker(MapBatches(SGLangEngineStageUDF))",
                        "_MapWorker(MapBatches(LLMPredictor))"])
     pid = rng.randint(1000, 99999)
-    return [f"({name} pid={pid}) {ln}" for ln in lines]
+    stage = "SGLang" if "SGLang" in name else "vLLM"
+
+    def app() -> str:
+        return (f"[{stage}] Elapsed time for batch {rng.getrandbits(128):032x} with size "
+                f"{rng.choice([8, 10, 16, 32])}: {rng.uniform(1, 40)!r}")
+
+    return [f"({name} pid={pid}) {ln}" for ln in _interleave(lines, rng, app, 0.15)]
+
+
+@_register("ray_worker_chain", "vLLM on a Ray cluster (worker output re-emitted through the "
+           "engine process: two actor prefixes)")
+def ray_worker_chain(lines: list[str], rng: random.Random) -> list[str]:
+    """Two process prefixes in a row: ``(EngineCore pid=N) (RayWorkerProc pid=M) ``.
+
+    ``(EngineCore pid=925) (RayWorkerProc pid=8272) INFO 06-05 14:58:46 [gpu_worker.py:88] ...``
+    """
+    outer = rng.choice(["EngineCore", "EngineCore_DP0", "APIServer"])
+    inner = rng.choice(["RayWorkerProc", "RayWorkerWrapper", "Worker_TP1"])
+    p1, p2 = rng.randint(100, 9999), rng.randint(100, 99999)
+    node = rng.random() < 0.5
+    ip = f", ip=10.0.{rng.randint(0, 9)}.{rng.randint(2, 250)}" if node else ""
+    return [f"({outer} pid={p1}) ({inner} pid={p2}{ip}) {ln}" for ln in lines]
 
 
 @_register("skypilot", "SkyPilot `sky logs` (task prefix)")
@@ -896,7 +923,7 @@ def rich_handler(lines: list[str], rng: random.Random) -> list[str]:
 # ---------------------------------------------------------------------------- containers / k8s
 
 
-@_register("kubectl", "`kubectl logs --timestamps` / `docker logs -t` (vLLM, SGLang threads)")
+@_register("kubectl", "`kubectl logs --timestamps` / `docker logs -t` (vLLM format notes)")
 def kubectl(lines: list[str], rng: random.Random) -> list[str]:
     """kubectl logs --timestamps: RFC 3339 nanoseconds in UTC (trailing zeros trimmed) + space.
 
@@ -955,7 +982,7 @@ _OTHER_SERVICES = {
 }
 
 
-@_register("docker_compose", "docker compose up / logs (llama.cpp, vLLM, LocalAI threads)",
+@_register("docker_compose", "docker compose up / logs (LocalAI threads, vLLM format notes)",
            inserts=True)
 def docker_compose(lines: list[str], rng: random.Random) -> list[str]:
     """docker compose: ``name  | `` padded to the longest service name, other services between.
@@ -1211,6 +1238,56 @@ def ray_sglang_engine(lines: list[str], rng: random.Random) -> list[str]:
     """
     pid = rng.randint(1000, 99999)
     return [f"(SGLangEngine pid={pid}) {ln}" for ln in lines]
+
+
+@_register("log_ui_pipe", "log viewer UIs (vLLM format notes: `2026-03-09 14:02:11.905 | `)")
+def log_ui_pipe(lines: list[str], rng: random.Random) -> list[str]:
+    """Log viewer UI export: ``YYYY-mm-dd HH:MM:SS.mmm | `` before each line.
+
+    ``2026-03-09 14:02:11.905 | (APIServer pid=9) INFO 03-09 14:02:11 [loggers.py:118] ...``
+    """
+    c = _Clock(rng)
+    return [f"{(t := c.tick(ln)):%Y-%m-%d %H:%M:%S}.{t.microsecond // 1000:03d} | {ln}"
+            for ln in lines]
+
+
+# how well each shape is known (the README of fixtures/wild shows it)
+PROVENANCE_LEVELS = {
+    "issue": "quoted in issue 12 (values changed)",
+    "thread": "seen in public issue threads read for this corpus (rendered anew, values changed)",
+    "notes": "listed in ../shared/formats/*.md (seen in real logs by its authors)",
+    "tool": "the tool's documented output format (not checked against a pasted log)",
+    "approx": "approximated: the application exists, its exact layout was not verified",
+}
+_PROVENANCE = {
+    "gui_launcher": "issue", "leading_space_app": "issue", "lmstudio": "approx",
+    "textgen_webui": "approx", "jan": "approx", "journald_short": "notes",
+    "journald_odd_ident": "issue", "journald_de": "issue", "journald_es": "thread",
+    "journald_it": "issue", "journald_fr": "issue", "journald_nl": "tool", "journald_pt": "tool",
+    "journald_short_iso": "tool", "journald_short_precise": "issue",
+    "journald_short_iso_precise": "tool", "journald_short_full": "tool",
+    "journald_short_monotonic": "tool", "journald_short_unix": "tool",
+    "rsyslog_traditional": "tool", "syslog_rfc5424": "tool", "syslog_rfc3164": "tool",
+    "localai_grpc_quoted": "thread", "localai_grpc_legacy": "thread", "docker_desktop": "thread",
+    "indent2": "issue", "indent_tab": "tool", "markdown_quote": "tool", "markdown_bold": "issue",
+    "gutter_cat_n": "issue", "gutter_editor": "issue", "gutter_less_n": "tool",
+    "trailing_spaces_120": "issue", "trailing_spaces_200": "issue", "tmux_capture": "issue",
+    "crlf": "notes", "windows_service": "approx", "ansi_line": "notes", "ansi_level": "notes",
+    "ansi_caret": "notes", "ray_actor": "issue", "ray_nested": "thread",
+    "ray_worker_chain": "thread", "skypilot": "approx", "slurm_label": "tool",
+    "mpirun_tag": "tool", "torchrun_tee": "notes", "pylog_comma_pid": "issue",
+    "pylog_brackets": "issue", "pylog_basic": "tool", "pylog_default": "tool", "loguru": "tool",
+    "rich_handler": "tool", "kubectl": "notes", "cri": "tool", "docker_json": "tool",
+    "docker_compose": "thread", "podman_ts": "tool", "loki_logcli": "tool",
+    "fluentbit_json": "approx", "compose_color": "tool", "stern": "thread",
+    "aws_logs_tail": "approx", "github_actions": "tool", "pm2": "approx", "llama_swap": "approx",
+    "llama_swap_legacy": "thread", "ollama_slog": "approx", "unix_seconds": "tool",
+    "unix_bracket": "notes", "moreutils_ts": "tool", "ray_sglang_engine": "issue",
+    "log_ui_pipe": "notes",
+}
+for _name, _info in list(CATALOGUE.items()):
+    CATALOGUE[_name] = WrapperInfo(_info.name, _info.fn, _info.source, _info.inserts,
+                                   _info.escapes, _info.suffix, _PROVENANCE[_name])
 
 
 # -------------------------------------------------------------- paste damage and header rewrites
