@@ -154,13 +154,25 @@ def _check_golden(src: str, km: KindMap) -> None:
 # ------------------------------------------------------------------------------- 1:1 steps
 
 def _strip(pattern: str) -> Callable[[Lines, random.Random], Lines]:
+    """Remove a wrapper a fixture already carries (every line must have it)."""
     rx = re.compile(pattern)
-    return lambda lines, rng: [rx.sub("", ln, count=1) for ln in lines]
+
+    def strip(lines: Lines, rng: random.Random) -> Lines:
+        out = []
+        for ln in lines:
+            m = rx.match(ln)
+            if not m:
+                raise SystemExit(f"strip {pattern!r}: a line without it: {ln[:80]!r}")
+            out.append(ln[m.end():])
+        return out
+    return strip
 
 
+# wrappers some fixtures already carry, removed to get their bare lines back
 STRIP: dict[str, Callable[[Lines, random.Random], Lines]] = {
-    # the fixture's own compose column, removed to get the bare vLLM 0.6.2 lines back
-    "strip_compose": _strip(r"^[\w.-]+ +\| "),
+    "strip_compose": _strip(r"[\w.-]+ +\| "),
+    "strip_docker_ts": _strip(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z "),
+    "strip_journald": _strip(r"[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \S+ [\w.@-]+\[\d+\]: "),
 }
 PRE = {**DAMAGE, **REWRITERS, **STRIP}
 
@@ -634,7 +646,7 @@ RECIPES: list[Recipe] = [
            "issue 12 (editor copy)", V + "v0.9.2-v0-engine-bracketed.log", ["gutter_editor"]),
     Recipe("vllm-compose", "vllm", "docker compose column + other services",
            "vLLM format notes (compose column)", V + "v0.12.0-dp2-aggregated-tty.log",
-           ["docker_compose"]),
+           ["docker_compose"], pre=["strip_docker_ts"]),
     Recipe("vllm-cri", "vllm", "CRI log file", "/var/log/pods", V + "v0.14.0-vl-mm-corrupted.log",
            ["cri"]),
     Recipe("vllm-journald-short-iso", "vllm", "journalctl -o short-iso",
@@ -649,7 +661,8 @@ RECIPES: list[Recipe] = [
     Recipe("vllm-slurm-label", "vllm", "`srun --label` task prefix", "multi-node Slurm runs",
            V + "v0.11.0-dp2-ngram.log", ["slurm_label"]),
     Recipe("vllm-mpirun-tag", "vllm", "Open MPI `[1,0]<stdout>:` glued prefix",
-           "MPI launches", V + "v0.3.0-fork-extra-fields.log", ["mpirun_tag"]),
+           "MPI launches", V + "v0.3.0-fork-extra-fields.log", ["mpirun_tag"],
+           pre=["strip_docker_ts"]),
     Recipe("vllm-trailing-200", "vllm", "trailing spaces to 200 columns", "wide terminal copies",
            V + "v0.2.7-v0a.log", ["trailing_spaces_200"]),
     Recipe("vllm-rich-handler", "vllm", "rich console: `[time] INFO` + `file:line` column",
@@ -662,8 +675,8 @@ RECIPES: list[Recipe] = [
     Recipe("vllm-aws-logs-tail", "vllm", "`aws logs tail` prefix", "CloudWatch (ECS/SageMaker)",
            V + "v0.7.0-v1-opt-in.log", ["aws_logs_tail"]),
     Recipe("vllm-skypilot", "vllm", "SkyPilot `(task, pid=N) `", "SkyPilot jobs",
-           V + "v0.22.0-mtp-deferred-journald.log", ["skypilot"],
-           note="the source already carries a journald prefix; the task prefix goes in front"),
+           V + "v0.22.0-mtp-deferred-journald.log", ["skypilot"], pre=["strip_journald"],
+           note="the fixture's journald prefix is removed first"),
     Recipe("vllm-noalarm-lmcache", "vllm", "no false alarm: LMCache store / retrieve lines",
            "LMCache issue threads", V + "v0.10.1-eagle3-apiserver.log", build=build_lmcache,
            no_alarm=True),
@@ -697,7 +710,8 @@ RECIPES: list[Recipe] = [
            "vLLM on Ray clusters (threads with NCCL lines)", V + "v0.11.0-dp2-ngram.log",
            ["ray_worker_chain"]),
     Recipe("vllm-loki-logcli", "vllm", "Grafana Loki logcli output (label set before the line)",
-           "Loki / Grafana exports", V + "v0.12.0-dp2-aggregated-tty.log", ["loki_logcli"]),
+           "Loki / Grafana exports", V + "v0.12.0-dp2-aggregated-tty.log", ["loki_logcli"],
+           pre=["strip_docker_ts"]),
     Recipe("vllm-podman", "vllm", "podman logs -t (local zone offset)", "podman deployments",
            V + "v0.8.5-eagle-mal-no-plus-one.log", ["podman_ts"]),
     Recipe("vllm-pylog-basic", "vllm", "Python `asctime - name - LEVEL - ` wrapper",

@@ -750,8 +750,8 @@ def ansi_caret(lines: list[str], rng: random.Random) -> list[str]:
 
 # --------------------------------------------------------------------------- Ray / distributed
 
-_RAY_ACTORS = ["SGLangEngine", "vLLMEngine", "RayWorkerWrapper", "WorkerDict", "LLMServer",
-               "ServeReplica:default:VLLMDeployment", "EngineCoreActor"]
+_RAY_ACTORS = ["RayWorkerWrapper", "WorkerDict", "LLMServer", "RolloutWorker",
+               "ServeReplica:default:LLMDeployment", "AsyncActorRollout"]
 
 
 @_register("ray_actor", "issue 12 / Ray actor stdout prefix (verl, OpenRLHF, Ray Serve)")
@@ -810,7 +810,7 @@ def skypilot(lines: list[str], rng: random.Random) -> list[str]:
 
     ``(task, pid=2041) INFO 04-22 14:12:05 [loggers.py:87] Engine 000: ...``
     """
-    name = rng.choice(["task", "sglang", "vllm-serve", "setup"])
+    name = rng.choice(["task", "run", "serve-replica", "setup"])
     pid = rng.randint(1000, 99999)
     return [f"({name}, pid={pid}) {ln}" for ln in lines]
 
