@@ -21,7 +21,7 @@ from matplotlib.ticker import MaxNLocator
 
 from logscope.analysis._util import EXACT, NoData, label_of
 from logscope.analysis.decode import decode_aggregate, decode_requests, decode_windows
-from logscope.analysis.prefill import fit_prefill, prefill_curve
+from logscope.analysis.prefill import fit_prefill, prefill_curve, slot_context
 from logscope.analysis.pressure import pressure_events, pressure_timeline
 from logscope.analysis.spec import acceptance_per_position, acceptance_requests, acceptance_windows
 
@@ -71,22 +71,26 @@ def _steps(seg: pl.DataFrame) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _fit_lines(ax, pts, fit, color, name, label):
-    """The fit: solid over the observed depths, dashed where extrapolated (up to 128k)."""
+    """The model 1/(a + b·d): solid over the measured depths, dashed beyond them, never
+    further than the fit predicts (×1.25 of the measured depths, below the slot's context)."""
     lo = max(float(pts["depth"].min()), 1.0)
     hi = float(pts["depth"].max())
     d = np.geomspace(lo, hi, 100)
     (ln,) = ax.plot(d, 1.0 / (fit["a"] + fit["b"] * d), color=color, lw=1.5, label=label)
     ln.set_gid(f"{name}|fit")
+    top = hi * 1.25
+    if fit.get("n_ctx"):
+        top = min(top, float(fit["n_ctx"]))
     first = True
-    for a, b in ((hi, 131072.0), (4096.0, lo)):
-        if b <= a:
+    for a, b in ((hi, top), (lo / 1.25, lo)):
+        if b <= a * 1.001:
             continue
-        d2 = np.geomspace(a, b, 50)
+        d2 = np.geomspace(a, b, 30)
         (ln2,) = ax.plot(d2, 1.0 / (fit["a"] + fit["b"] * d2), color=color, lw=1, ls="--",
-                         label="extrapolated" if first and label == "fit 1/(a+b·d)" else None)
+                         label="beyond the measured depths (≤ ×1.25)"
+                         if first and label.startswith("model 1/(a+b·d)") else None)
         ln2.set_gid(f"{name}|fit_extrapolated")
         first = False
-
 
 
 def _finish(ax) -> None:
@@ -127,9 +131,11 @@ def _draw_prefill(ax, logs_list, names, min_tokens: int = MIN_TOKENS) -> int:
                             label=f"{name}: {desc} (n={p.height}{note})", zorder=3)
             sc.set_gid(f"{name}|{src}")
             drawn += p.height
-        fit = fit_prefill(pts, min_tokens=min_tokens)
+        fit = fit_prefill(prefill_curve(lg, name), min_tokens=min_tokens,
+                          n_ctx=slot_context(lg))
         if fit["valid"]:
-            _fit_lines(ax, pts, fit, c, name, f"{name}: fit 1/(a+b·d), b={fit['b']:.2e}")
+            _fit_lines(ax, pts, fit, c, name,
+                       f"{name}: model 1/(a+b·d), c={fit['c_ms']:.0f} ms, b={fit['b']:.2e}")
     if drawn == 0:
         return 0
     ax.set_xscale("log", base=2)
@@ -140,7 +146,8 @@ def _draw_prefill(ax, logs_list, names, min_tokens: int = MIN_TOKENS) -> int:
     ax.grid(True, which="major", alpha=0.3)
     ax.set_title("Prefill speed vs context depth\n"
                  "filled = exact per request (llama-server timings); hollow = tick intervals "
-                 "or server window averages\nline = fit 1/(a + b·d), dashed where extrapolated",
+                 "or server window averages\nline = model 1/(a + b·d), dashed beyond the measured "
+                 "depths (×1.25 at most)",
                  fontsize=9)
     if hidden:
         ax.text(0.99, 0.01, f"{hidden} point(s) under {min_tokens} tokens not drawn",
@@ -392,133 +399,200 @@ def plot_pressure(logs_list, labels=None) -> Figure:
 
 
 def card(logs, label: str | None = None) -> Figure:
-    """One forum-sized picture: config card, headline numbers and small curves (1100×720 px)."""
-    from logscope.analysis.report import config_card, headline
+    """One forum-sized picture: config, headline numbers and the curves the log has data for.
+
+    Up to three panels (prefill vs depth, decode, acceptance or aggregate); a panel with
+    fewer than 2 points, or of a kind the server never prints (KV usage for llama-server), is
+    left out and the card says why. Works on any log with at least one figure (a pasted
+    excerpt with only ``tg_3s`` windows and a ``draft acceptance`` line included).
+    """
+    from logscope.analysis.metrics import fmt_figure
+    from logscope.analysis.report import config_card, fit_text, headline
 
     name = label_of(logs, label)
     h = headline(logs)
     cfg = config_card(logs)
-    if h["prefill_points"] == 0 and h["decode"] is None and not h["acceptance"]["n"]:
+    if (h["prefill_points"] == 0 and h["decode"] is None and not h["acceptance"]["n"]
+            and h["aggregate"] is None):
         raise NoData(f"no prefill, decode or speculative data in {_files([logs])}")
+    fit = h["prefill_fit"]
+    left_out: list[str] = []
+    panels: list[tuple[str, object]] = []
+
     pts = prefill_curve(logs, name).filter(pl.col("tokens") >= MIN_TOKENS, pl.col("depth") > 0)
+    if pts.height >= 2:
+        def draw_prefill(ax):
+            for src, marker in (("llama:request", "o"), ("llama:tick", "^"),
+                                ("sglang:batch", "s")):
+                for shared in (False, True):
+                    q = pts.filter(pl.col("source") == src,
+                                   pl.col("shared").fill_null(False) == shared)
+                    if q.height == 0:
+                        continue
+                    face = COLORS[0] if src == "llama:request" and not shared else "none"
+                    sc = ax.scatter(q["depth"].to_numpy(), q["tps"].to_numpy(), marker=marker,
+                                    facecolors=face,
+                                    edgecolors="grey" if shared else COLORS[0], s=30,
+                                    label=f"{src}{' shared' if shared else ''} (n={q.height})")
+                    sc.set_gid(f"{name}|{src}" + ("|shared" if shared else ""))
+            if fit["valid"]:
+                _fit_lines(ax, pts, fit, COLORS[1], name, "model 1/(a+b·d), overhead removed")
+            ax.set_xscale("log", base=2)
+            ax.xaxis.set_major_formatter(_kfmt)
+            ax.set_ylim(bottom=0)
+            ax.legend(fontsize=7)
+            ax.set_title("Prefill t/s vs depth (filled: exact per request, solo; grey: "
+                         "shared the GPU)", fontsize=10)
+        panels.append(("prefill", draw_prefill))
+    else:
+        win = decode_windows(logs, name).filter(pl.col("source") != "llama:tg_3s")
+        if win.height >= 2:
+            def draw_win(ax):
+                (ln,) = ax.plot(win["t"].to_numpy(), win["tps"].to_numpy(), color=COLORS[2],
+                                marker=".", label="generation t/s (all running requests)")
+                ln.set_gid(f"{name}|decode_windows")
+                ax.set_xlabel("time (s, or line number where the log has no clock)")
+                ax.legend(fontsize=7)
+                ax.set_ylim(bottom=0)
+                ax.set_title("Decode throughput over time (server window averages)",
+                             fontsize=10)
+            panels.append(("windows", draw_win))
+        left_out.append(f"prefill curve: {pts.height} prefill stretch(es) of >= {MIN_TOKENS} "
+                        "tokens (2 needed)")
+
+    dr = decode_requests(logs, name).filter(pl.col("depth") > 0)
+    t3 = decode_windows(logs, name).filter(pl.col("source") == "llama:tg_3s")
+    if dr.height >= 2:
+        def draw_dec(ax):
+            sc = ax.scatter(dr["depth"].to_numpy(), dr["decode_tps"].to_numpy(),
+                            color=COLORS[2], s=30)
+            sc.set_gid(f"{name}|decode")
+            ax.xaxis.set_major_formatter(_kfmt)
+            ax.set_xlabel("context depth (tokens)")
+            ax.set_title("Decode t/s vs depth (exact per request)", fontsize=10)
+            ax.set_ylim(bottom=0)
+        panels.append(("decode", draw_dec))
+    elif t3.height >= 2:
+        def draw_t3(ax):
+            for (slot,), g in t3.group_by(["slot"], maintain_order=True):
+                (ln,) = ax.plot(g["t"].to_numpy(), g["tps"].to_numpy(), marker=".",
+                                color=COLORS[2], label=f"slot {slot}")
+                ln.set_gid(f"{name}|tg_3s")
+            ax.set_xlabel("time (s)")
+            ax.set_ylim(bottom=0)
+            ax.set_title("Decode t/s over time (tg_3s: ~3 s window per slot)", fontsize=10)
+        panels.append(("tg_3s", draw_t3))
+    else:
+        tl = pressure_timeline(logs, name).drop_nulls("kv_usage")
+        if tl.height >= 2:
+            def draw_kv(ax):
+                (ln,) = ax.plot(tl["t"].to_numpy(), tl["kv_usage"].to_numpy(),
+                                color=COLORS[4], marker=".")
+                ln.set_gid(f"{name}|kv_usage")
+                ax.set_ylim(0, 1.05)
+                ax.set_title("KV cache usage (server window values)", fontsize=10)
+            panels.append(("kv", draw_kv))
+        else:
+            left_out.append(f"decode panel: {dr.height} request(s) with a known depth and "
+                            f"{t3.height} tg_3s window(s) (2 needed)")
+
+    ar = acceptance_requests(logs, name).filter(pl.col("depth") > 0).drop_nulls("mean_len")
+    aw = acceptance_windows(logs, name).drop_nulls("mean_len")
+    if ar.height >= 2:
+        def draw_acc(ax):
+            sc = ax.scatter(ar["depth"].to_numpy(), ar["mean_len"].to_numpy(),
+                            color=COLORS[3], s=30)
+            sc.set_gid(f"{name}|mean_len")
+            ax.set_title("Mean accepted length vs depth\n(exact per request)", fontsize=10)
+            ax.xaxis.set_major_formatter(_kfmt)
+            ax.set_xlabel("context depth (tokens)")
+            ax.set_ylim(bottom=0)
+        panels.append(("acceptance", draw_acc))
+    elif aw.height >= 2:
+        def draw_aw(ax):
+            (ln,) = ax.plot(aw["t"].to_numpy(), aw["mean_len"].to_numpy(), color=COLORS[3])
+            ln.set_gid(f"{name}|mean_len")
+            ax.set_ylim(bottom=0)
+            ax.set_title("Mean accepted length\n(server window average)", fontsize=10)
+        panels.append(("acceptance", draw_aw))
+    else:
+        agg = decode_aggregate(logs, name).filter(pl.col("t1") > pl.col("t0")).sort("t0")
+        if agg.height >= 2 and agg["active"].max() >= 2:
+            def draw_agg(ax):
+                xs, ys = _steps(agg)
+                (ln,) = ax.plot(xs, ys, color=COLORS[3])
+                ln.set_gid(f"{name}|aggregate")
+                ax.set_title("Aggregate decode t/s over time\n(sum of exact per-request "
+                             "rates)", fontsize=10)
+                ax.set_ylim(bottom=0)
+            panels.append(("aggregate", draw_agg))
+        elif h["acceptance"]["n"]:
+            left_out.append(f"acceptance panel: {h['acceptance']['n']} request(s) with "
+                            "acceptance, too few to draw against depth (figures in the text)")
+        else:
+            left_out.append("acceptance panel: no speculative decoding in the log; aggregate "
+                            "panel: never two requests decoding together")
+
     fig = Figure(figsize=(11, 7.2), dpi=100, layout="constrained")
     gs = fig.add_gridspec(2, 3)
     ax_txt = fig.add_subplot(gs[0, 0])
     ax_txt.axis("off")
     lines = [f"{k}: {v}" for k, v in cfg.items() if v is not None]
-    ax_txt.text(0, 1, "Configuration (from the log)\n" + "\n".join(lines), va="top",
-                fontsize=9, family="monospace", transform=ax_txt.transAxes)
+    ax_txt.text(0, 1, "Configuration (from the log)\n" + ("\n".join(lines) or
+                                                          "(no startup lines in the log)"),
+                va="top", fontsize=9, family="monospace", transform=ax_txt.transAxes)
     ax_h = fig.add_subplot(gs[1, 0])
     ax_h.axis("off")
     hl = ["Headline (passive: measured from the log)"]
-    fit = h["prefill_fit"]
     if fit["valid"]:
-        hl.append("prefill t/s (fit, computed tokens):")
-        hl += [f"  @ {d // 1024:>3}k  {v:>9,.0f}" + ("  (extrapolated)"
-                                                       if fit["extrapolated"][d] else "")
+        hl.append(f"prefill model: c {fit['c_ms']:,.0f} ms, r² "
+                  + ("—" if fit["r2"] is None else f"{fit['r2']:.3f}")
+                  + f" ({fit['basis']})")
+        hl += [f"  @ {d:>7,}  {v:>9,.0f} t/s" + ("  (beyond data)" if fit["extrapolated"][d]
+                                                  else "")
                for d, v in fit["predict"].items() if v is not None]
     else:
-        hl.append(f"prefill fit: {fit.get('reason') or 'no data'}")
+        hl.append("prefill: " + fit_text(fit).removeprefix("prefill fit: "))
     if h["decode"]:
         d = h["decode"]
-        hl.append(f"decode t/s ({'exact/request' if d['exactness'] == EXACT else 'window avg'}):"
-                  f" median {d['median']:.1f}")
-        hl.append(f"  range {d['min']:.1f}–{d['max']:.1f}, n={d['n']}")
+        how = {EXACT: "exact/request"}.get(d["exactness"], d["exactness"])
+        hl.append(f"decode t/s ({how}): median {fmt_figure('decode_tps', d['median'])}")
+        hl.append(f"  range {d['min']:.2f}–{d['max']:.2f}, n={d['n']}")
     a = h["acceptance"]
     if a["n"]:
-        rate = "—" if a["rate"] is None else f"{a['rate']:.2f}"
-        mlen = "—" if a["mean_len"] is None else f"{a['mean_len']:.2f}"
-        hl.append(f"draft acceptance {rate}, mean len {mlen}")
+        hl.append(f"draft acceptance {fmt_figure('acceptance_rate', a['rate'])}, mean len "
+                  f"{fmt_figure('mean_accepted_length', a['mean_len'])} (n={a['n']})")
         hl.append("  " + ("exact per request" if a["exactness"] == EXACT
                           else "server window average"))
     if h["aggregate"]:
         g = h["aggregate"]
-        hl.append(f"{g['active']}-way aggregate decode {g['mean_tps']:.1f} t/s "
-                  f"(peak {g['peak_tps']:.1f})")
-        hl.append("  " + ("sum of exact per-request rates" if g["seconds"] is not None
-                          else "server window average"))
+        hl.append(f"{g['active']}-way aggregate decode "
+                  f"{fmt_figure('aggregate_decode', g['mean_tps'])} t/s "
+                  f"(peak {g['peak_tps']:.2f})")
     p = h["pressure"]
-    hl.append(f"retracts {p['retracted']}, preemptions {p['preempted']}, "
-              f"other events "
-              f"{sum(v for k, v in p['events'].items() if k not in ('retract', 'preempt'))}")
+    if not p["message"]:
+        hl.append(f"retracts {p['retracted']}, preemptions {p['preempted']}, other events "
+                  f"{sum(v for k, v in p['events'].items() if k not in ('retract', 'preempt'))}")
     ax_h.text(0, 1, "\n".join(hl), va="top", fontsize=9, family="monospace",
               transform=ax_h.transAxes)
-    # small curves
-    ax_p = fig.add_subplot(gs[0, 1:])
-    if pts.height:
-        for src, marker, face in (("llama:request", "o", COLORS[0]),
-                                  ("llama:tick", "^", "none"), ("sglang:batch", "s", "none")):
-            q = pts.filter(pl.col("source") == src)
-            if q.height:
-                sc = ax_p.scatter(q["depth"].to_numpy(), q["tps"].to_numpy(), marker=marker,
-                                  facecolors=face, edgecolors=COLORS[0], s=30,
-                                  label=f"{src} (n={q.height})")
-                sc.set_gid(f"{name}|{src}")
-        if fit["valid"]:
-            _fit_lines(ax_p, pts, fit, COLORS[1], name, "fit 1/(a+b·d)")
-        ax_p.set_xscale("log", base=2)
-        ax_p.xaxis.set_major_formatter(_kfmt)
-        ax_p.set_ylim(bottom=0)
-        ax_p.legend(fontsize=7)
-        ax_p.set_title("Prefill t/s vs depth (filled: exact per request)", fontsize=10)
-    else:
-        win = decode_windows(logs, name).filter(pl.col("source") != "llama:tg_3s")
-        if win.height:
-            (ln,) = ax_p.plot(win["t"].to_numpy(), win["tps"].to_numpy(), color=COLORS[2],
-                              marker=".", label="generation t/s (all running requests)")
-            ln.set_gid(f"{name}|decode_windows")
-            ax_p.set_xlabel("time (s, or line number where the log has no clock)")
-            ax_p.legend(fontsize=7)
+    slots = [gs[0, 1:], gs[1, 1], gs[1, 2]]
+    for (kind, draw), slot in zip(panels, slots, strict=False):
+        ax = fig.add_subplot(slot)
+        ax.set_gid(f"panel|{kind}")
+        draw(ax)
+        ax.grid(True, alpha=0.3)
+    if left_out:
+        free = slots[len(panels)] if len(panels) < len(slots) else None
+        note = "Not drawn:\n" + "\n".join("• " + x for x in left_out)
+        if free is not None:
+            ax_n = fig.add_subplot(free)
+            ax_n.axis("off")
+            ax_n.set_gid("panel|note")
+            ax_n.text(0, 1, note, va="top", fontsize=8, color="grey", wrap=True,
+                      transform=ax_n.transAxes)
         else:
-            ax_p.text(0.5, 0.5, "no prefill data", ha="center", transform=ax_p.transAxes)
-        ax_p.set_ylim(bottom=0)
-        ax_p.set_title("Decode throughput over time (server window averages; "
-                       "no per-request prefill data)", fontsize=10)
-    ax_p.grid(True, alpha=0.3)
-    ax_d = fig.add_subplot(gs[1, 1])
-    dr = decode_requests(logs, name)
-    if dr.height:
-        sc = ax_d.scatter(dr["depth"].to_numpy(), dr["decode_tps"].to_numpy(), color=COLORS[2],
-                          s=30)
-        sc.set_gid(f"{name}|decode")
-        ax_d.xaxis.set_major_formatter(_kfmt)
-        ax_d.set_title("Decode t/s vs depth (exact per request)", fontsize=10)
-        ax_d.set_ylim(bottom=0)
-    else:
-        tl = pressure_timeline(logs, name)
-        kv = tl.drop_nulls("kv_usage")
-        if kv.height:
-            (ln,) = ax_d.plot(kv["t"].to_numpy(), kv["kv_usage"].to_numpy(), color=COLORS[4],
-                              marker=".")
-            ln.set_gid(f"{name}|kv_usage")
-        ax_d.set_ylim(0, 1.05)
-        ax_d.set_title("KV cache usage (server window values)", fontsize=10)
-    ax_d.grid(True, alpha=0.3)
-    ax_s = fig.add_subplot(gs[1, 2])
-    ar = acceptance_requests(logs, name)
-    aw = acceptance_windows(logs, name)
-    if ar.height:
-        sc = ax_s.scatter(ar["depth"].to_numpy(), ar["mean_len"].to_numpy(), color=COLORS[3],
-                          s=30)
-        sc.set_gid(f"{name}|mean_len")
-        ax_s.set_title("Mean accepted length vs depth\n(exact per request)", fontsize=10)
-        ax_s.xaxis.set_major_formatter(_kfmt)
-        ax_s.set_ylim(bottom=0)
-    elif aw.height:
-        (ln,) = ax_s.plot(aw["t"].to_numpy(), aw["mean_len"].to_numpy(), color=COLORS[3])
-        ln.set_gid(f"{name}|mean_len")
-        ax_s.set_ylim(bottom=0)
-        ax_s.set_title("Mean accepted length\n(server window average)", fontsize=10)
-    else:
-        agg = decode_aggregate(logs, name).filter(pl.col("t1") > pl.col("t0")).sort("t0")
-        if agg.height:
-            xs, ys = _steps(agg)
-            (ln,) = ax_s.plot(xs, ys, color=COLORS[3])
-            ln.set_gid(f"{name}|aggregate")
-        ax_s.set_title("Aggregate decode t/s over time\n(sum of exact per-request rates)",
-                       fontsize=10)
-        ax_s.set_ylim(bottom=0)
-    ax_s.grid(True, alpha=0.3)
+            fig.text(0.99, 0.005, note.replace("\n", "  "), ha="right", va="bottom",
+                     fontsize=7, color="grey")
     fig.suptitle(f"logscope passive benchmark — {name}", fontsize=12, weight="bold")
     return fig
 

@@ -87,12 +87,14 @@ def test_prefill_points_count_only_computed_tokens():
 def test_fit_shows_prefill_slowing_with_depth():
     pts = prefill_curve(logscope.read(str(GPU)))
     for sources in (None, ("llama:request",)):
-        fit = fit_prefill(pts, sources=sources)
+        fit = fit_prefill(pts, sources=sources, n_ctx=131072)
         assert fit["valid"], fit
-        assert fit["b"] > 0 and fit["a"] > 0
-        pred = [fit["predict"][d] for d in PREDICT_AT]
-        assert all(x is not None for x in pred)
+        assert fit["b"] > 0 and fit["c"] >= 0 and fit["a"] >= 0
+        pred = [fit["predict"][d] for d in PREDICT_AT if fit["predict"][d] is not None]
+        assert len(pred) >= 3
         assert pred == sorted(pred, reverse=True)
+        # never beyond the slot's context
+        assert fit["predict"][131072] is None or fit["depth_range"][1] * 1.25 >= 131072
 
 
 def test_fit_refuses_too_little_data():
@@ -226,7 +228,10 @@ def test_fit_flags_extrapolated_depths():
     assert fit["valid"]
     lo, hi = fit["depth_range"]
     assert lo > 40000 and hi < 80000
-    assert fit["extrapolated"] == {4096: True, 16384: True, 65536: False, 131072: True}
+    # inside the measured depths (×1.25 at most) only: nothing at 4k/16k/32k or 128k
+    assert fit["predict"][65536] is not None and fit["extrapolated"][65536] is False
+    for d in (4096, 16384, 32768, 131072):
+        assert fit["predict"][d] is None and "outside the measured depths" in fit["refused"][d]
 
 
 def test_config_card_does_not_guess_what_the_log_does_not_say():

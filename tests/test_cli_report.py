@@ -36,10 +36,14 @@ def test_report_csv_equals_api():
     rows = list(csv.DictReader(io.StringIO(r.output)))
     api = bench_table(logscope.read(GPU), "generated-gpu-q8kv-c256k-np2.log")
     assert [x["test"] for x in rows] == api["test"].to_list()
-    assert [float(x["tps_mean"]) for x in rows] == pytest.approx(api["tps_mean"].to_list())
+    # rounded to what the server prints (0.01 t/s)
+    assert [float(x["tps_mean"]) for x in rows] == pytest.approx(api["tps_mean"].to_list(),
+                                                                 abs=0.005)
+    assert all(len(x["tps_mean"].partition(".")[2]) <= 2 for x in rows)
     assert {x["source"] for x in rows} == {"passive"}
-    # the 70000-token prompt on ~nothing cached: pp65536 @ d0 at its exact rate
-    row = next(x for x in rows if x["test"] == "pp65536 @ d0")
+    # the 70000-token prompt on ~nothing cached: labelled by its size, not 65536
+    row = next(x for x in rows if x["test"] == "pp~70k @ d0")
+    assert row["tokens_bucket"] == "65536"
     assert float(row["tps_mean"]) == pytest.approx(6435.47) and row["small"] == "true"
     # it ran alongside task 2750 on the other slot: flagged, not sold as single-stream
     assert row["shared"] == "1"
@@ -49,7 +53,10 @@ def test_report_csv_equals_api():
 def test_report_md_and_json():
     r = run("report", SPEC, "--label", "spec")
     assert r.exit_code == 0
-    assert "| spec | tg256 @ d0 |" in r.output and "n* = fewer than 3" in r.output
+    assert "| spec | tg~230 @ d0 |" in r.output and "n* = fewer than 3" in r.output
+    # the report leads with the depth profile, then the prefill model with c in ms and r²
+    assert r.output.index("Prefill by depth (solo") < r.output.index("prefill model")
+    assert " ms, a = " in r.output and "r² = " in r.output
     assert "draft model" in r.output and "Prefill by depth" in r.output
     j = json.loads(run("report", SPEC, "--format", "json").output)
     api = build_report([logscope.read(SPEC)])
@@ -63,14 +70,18 @@ def test_compare_deltas_match_api(tmp_path):
     r = run("compare", GPU, SPEC, "--label", "gpu", "--label", "spec", "--format", "json",
             "--plot", str(out))
     assert r.exit_code == 0, r.output
-    rows = {x["metric"]: x for x in json.loads(r.output.split("\nwrote")[0])}
+    body = r.output.split("\nwrote")[0]
+    body = body[body.index("["):]   # after the workload warnings (stderr, mixed in here)
+    rows = {x["metric"]: x for x in json.loads(body)}
     api = compare_metrics([logscope.read(GPU), logscope.read(SPEC)], ["gpu", "spec"])
     dec = api.filter(pl.col("metric") == "decode t/s, median per request (exact)").row(
         0, named=True)
     got = rows["decode t/s, median per request (exact)"]
-    assert got["gpu"] == pytest.approx(dec["gpu"]) and got["spec"] == pytest.approx(dec["spec"])
-    assert got["Δ spec"] == pytest.approx(dec["spec"] - dec["gpu"])
-    assert got["% spec"] == pytest.approx(100 * (dec["spec"] - dec["gpu"]) / dec["gpu"])
+    assert got["gpu"] == pytest.approx(dec["gpu"], abs=0.005)
+    assert got["spec"] == pytest.approx(dec["spec"], abs=0.005)
+    assert got["Δ spec"] == pytest.approx(dec["spec"] - dec["gpu"], abs=0.005)
+    assert got["% spec"] == pytest.approx(100 * (dec["spec"] - dec["gpu"]) / dec["gpu"],
+                                          abs=0.005)
     assert out.stat().st_size > 10_000
     md = run("compare", GPU, SPEC)
     assert md.exit_code == 0 and "| metric |" in md.output and "%" in md.output
@@ -117,7 +128,7 @@ def test_empty_and_foreign_logs(tmp_path):
     r = run("plot", "prefill-curve", str(startup), "-o", str(tmp_path / "p.png"))
     assert r.exit_code == 1 and "no prefill data in startup.log" in r.output
     r = run("report", str(startup))
-    assert r.exit_code == 1 and "no completed requests" in r.output
+    assert r.exit_code == 1 and "no timing, throughput or acceptance lines" in r.output
     r = run("card", str(startup), "-o", str(tmp_path / "c.png"))
     assert r.exit_code == 1 and "no prefill, decode or speculative data" in r.output
 

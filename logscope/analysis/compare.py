@@ -1,11 +1,21 @@
-"""Side-by-side comparison of several logs: the same metrics, deltas and % change.
+"""Side-by-side comparison of several logs: the same metrics, like with like, deltas and %.
 
-:func:`compare_metrics` returns one row per metric with a column per label, then for every
-label after the first ``Δ <label>`` (its value minus the first's) and ``% <label>``
-(100·Δ / first). Metrics: prefill t/s predicted by the fit at 4k/16k/64k/128k, median exact
-prefill and decode t/s per request, the largest-concurrency aggregate decode, speculative
-acceptance and mean accepted length, retracts and preemptions, and the t/s of every bench
-``test`` bucket the logs share.
+:func:`compare_metrics` returns one row per metric with a column per label (the value), an
+``n <label>`` column (how many requests or stretches, ``*`` = fewer than 3, ``k shared`` =
+ran alongside another request), then for every label after the first ``Δ <label>`` (its value
+minus the first's) and ``% <label>`` (100·Δ / first). Metrics:
+
+* the prefill model's marginal t/s 1/(a + b·d) at the depths both fits may predict
+  (inside each log's measured depths, ×1.25);
+* the headline figures of :mod:`logscope.analysis.metrics` (decode t/s median, aggregate,
+  acceptance rate, mean accepted length), retracts and preemptions;
+* every bench bucket (``pp``/``tg`` size @ depth) the logs share. A bucket is compared solo
+  with solo when every log has requests in it that ran alone; otherwise all its requests
+  count and the ``n`` column says how many shared the GPU.
+
+``strict=True`` keeps only the bench buckets every log measured solo: nothing pooled over
+different workloads. :func:`workload_differences` says in words where the workloads differ
+(prompt sizes, depths, concurrency); ``compare`` prints it as a warning.
 """
 
 from __future__ import annotations
@@ -13,53 +23,87 @@ from __future__ import annotations
 import polars as pl
 
 from logscope.analysis._util import EXACT, label_of
-from logscope.analysis.report import bench_table, headline, prefill_by_depth
+from logscope.analysis.metrics import MIN_PREFILL_TOKENS, measured_requests
+from logscope.analysis.report import bench_table, headline
 
 
-def _metrics(logs, label) -> dict[str, float | None]:
-    h = headline(logs)
-    m: dict[str, float | None] = {}
-    for d, v in h["prefill_fit"]["predict"].items():
-        m[f"prefill t/s @ {d // 1024}k (fit)"] = v
-    pd = prefill_by_depth(logs, label).filter(pl.col("prompt_tokens") >= 64)
-    m["prefill t/s, median per request (exact)"] = pd["tps"].median() if pd.height else None
+def _n(n: int | None, shared: int | None = None) -> str | None:
+    if n is None:
+        return None
+    s = f"{n}*" if n < 3 else str(n)
+    return s + (f" ({shared} shared)" if shared else "")
+
+
+def _metrics(logs, at) -> dict[str, tuple[float | None, str | None]]:
+    h = headline(logs, at=at)
+    m: dict[str, tuple[float | None, str | None]] = {}
+    fit = h["prefill_fit"]
+    for d, v in fit["predict"].items():
+        m[f"prefill t/s @ depth {d:,} (model)"] = (
+            v, f"{fit['n']} {fit['basis']}" if v is not None else None)
     d = h["decode"]
     m["decode t/s, median per request (exact)"] = \
-        d["median"] if d and d["exactness"] == EXACT else None
+        (d["median"], _n(d["n"])) if d and d["exactness"] == EXACT else (None, None)
     m["decode t/s, median server window"] = \
-        d["median"] if d and d["exactness"] != EXACT else None
+        (d["median"], _n(d["n"])) if d and d["exactness"] != EXACT else (None, None)
     g = h["aggregate"]
-    m["aggregate decode t/s (most concurrent)"] = g["mean_tps"] if g else None
+    m["aggregate decode t/s (most concurrent)"] = \
+        (g["mean_tps"], f"{g['active']} decoding") if g else (None, None)
     a = h["acceptance"]
-    m["draft acceptance rate"] = a["rate"]
-    m["mean accepted length"] = a["mean_len"]
+    m["draft acceptance rate"] = (a["rate"], _n(a["n"]) if a["n"] else None)
+    m["mean accepted length"] = (a["mean_len"], _n(a["n"]) if a["n"] else None)
     p = h["pressure"]
-    m["retracts"] = float(p["retracted"])
-    m["preemptions"] = float(p["preempted"])
+    m["retracts"] = (float(p["retracted"]), None)
+    m["preemptions"] = (float(p["preempted"]), None)
     return m
 
 
-def compare_metrics(logs_list: list, labels: list[str] | None = None) -> pl.DataFrame:
+def _key(kind: str, tb: int, db: int) -> str:
+    return f"{kind}{tb} @ d{db} bucket"
+
+
+def compare_metrics(logs_list: list, labels: list[str] | None = None, strict: bool = False,
+                    at: tuple[int, ...] | list[int] | None = None) -> pl.DataFrame:
+    """The comparison table (see the module docstring).
+
+    Example::
+
+        compare_metrics([logscope.read("a.log"), logscope.read("b.log")], ["f16", "q8"])
+    """
     labels = list(labels or [])
     labels += [None] * (len(logs_list) - len(labels))
     names = [label_of(lg, lab) for lg, lab in zip(logs_list, labels, strict=True)]
     if len(set(names)) < len(names):  # same file name twice: number them
         names = [f"{n} ({i + 1})" for i, n in enumerate(names)]
-    per = [_metrics(lg, n) for lg, n in zip(logs_list, names, strict=True)]
-    benches = [bench_table(lg, n) for lg, n in zip(logs_list, names, strict=True)]
-    common = set(benches[0]["test"].to_list()) if benches else set()
-    for b in benches[1:]:
-        common &= set(b["test"].to_list())
-    for test in sorted(common, key=lambda t: (t[:2], int(t.split("@ d")[1]),
-                                              int(t[2:].split(" ")[0]))):
-        for m, b in zip(per, benches, strict=True):
-            r = b.filter(pl.col("test") == test).row(0, named=True)
-            m[f"{test} t/s"] = r["tps_mean"]
-    keys = list(per[0])
-    data: dict[str, list] = {"metric": keys}
+    per = [{} if strict else _metrics(lg, at) for lg in logs_list]
+    alls = [bench_table(lg, n) for lg, n in zip(logs_list, names, strict=True)]
+    solos = [bench_table(lg, n, solo=True) for lg, n in zip(logs_list, names, strict=True)]
+
+    def keys(b):
+        return {(k, tb, db) for k, tb, db in b.select("kind", "tokens_bucket", "depth_bucket")
+                .iter_rows() if tb is not None}
+    common = set.intersection(*(keys(b) for b in alls)) if alls else set()
+    common_solo = set.intersection(*(keys(b) for b in solos)) if solos else set()
+    for key in sorted(common, key=lambda k: (k[0], k[2], k[1])):
+        solo = key in common_solo
+        if strict and not solo:
+            continue
+        for m, b_all, b_solo in zip(per, alls, solos, strict=True):
+            b = b_solo if solo else b_all
+            r = b.filter(pl.col("kind") == key[0], pl.col("tokens_bucket") == key[1],
+                         pl.col("depth_bucket") == key[2]).row(0, named=True)
+            m[_key(*key) + (" t/s, solo" if solo else " t/s")] = (
+                r["tps_mean"], _n(r["n"], r["shared"]) + ("" if solo else " ⚠"))
+    keys_ = list(per[0])
+    data: dict[str, list] = {"metric": keys_}
+    schema: dict = {"metric": pl.String}
     for n, m in zip(names, per, strict=True):
-        data[n] = [m.get(k) for k in keys]
-    df = pl.DataFrame(data, schema={"metric": pl.String, **{n: pl.Float64 for n in names}})
+        data[n] = [m.get(k, (None, None))[0] for k in keys_]
+        schema[n] = pl.Float64
+    for n, m in zip(names, per, strict=True):
+        data[f"n {n}"] = [m.get(k, (None, None))[1] for k in keys_]
+        schema[f"n {n}"] = pl.String
+    df = pl.DataFrame(data, schema=schema)
     df = df.with_columns(pl.col(n).fill_nan(None) for n in names)
     df = df.filter(~pl.all_horizontal(pl.col(n).is_null() for n in names))  # nothing to compare
     base = names[0]
@@ -69,3 +113,55 @@ def compare_metrics(logs_list: list, labels: list[str] | None = None) -> pl.Data
                              .then(100 * (pl.col(n) - pl.col(base)) / pl.col(base))
                              .alias(f"% {n}"))
     return df
+
+
+def _workload(logs) -> dict:
+    req = measured_requests(logs)
+    if req is None:
+        return {"n": 0}
+    from logscope.analysis.report import _with_overlap
+    r = _with_overlap(req, req)
+    p = r.filter(pl.col("prompt_tokens") >= MIN_PREFILL_TOKENS)
+    depth = (r["cached_tokens"].clip(lower_bound=0).fill_null(0)
+             + r["prompt_tokens"].fill_null(0))
+    return {"n": r.height,
+            "prompt_median": float(p["prompt_tokens"].median()) if p.height else None,
+            "depth_median": float(depth.median()) if r.height else None,
+            "depth_max": float(depth.max()) if r.height else None,
+            "gen_median": float(r["gen_tokens"].median())
+            if r["gen_tokens"].drop_nulls().len() else None,
+            "shared_share": float(r["_shared"].mean()) if r.height else None}
+
+
+def workload_differences(logs_list: list, labels: list[str] | None = None) -> list[str]:
+    """Warnings, in words, where the logs' workloads differ enough to move the numbers:
+    median prompt size, median or deepest depth, or generated length more than 1.5× apart,
+    or a share of requests that ran alongside another differing by more than 25 points.
+
+    Example::
+
+        for w in workload_differences([a, b], ["a", "b"]): print("warning:", w)
+    """
+    labels = list(labels or [])
+    labels += [None] * (len(logs_list) - len(labels))
+    names = [label_of(lg, lab) for lg, lab in zip(logs_list, labels, strict=True)]
+    ws = [_workload(lg) for lg in logs_list]
+    out = []
+    if any(w["n"] == 0 for w in ws):
+        return out
+    what = {"prompt_median": "median prompt (computed tokens)",
+            "depth_median": "median depth (cached + prompt)",
+            "depth_max": "deepest request", "gen_median": "median generated tokens"}
+    for k, desc in what.items():
+        vals = [w[k] for w in ws]
+        if any(v is None or v <= 0 for v in vals):
+            continue
+        if max(vals) > 1.5 * min(vals):
+            out.append(f"workloads differ: {desc} " + " vs ".join(
+                f"{v:,.0f} ({n})" for v, n in zip(vals, names, strict=True)))
+    sh = [w["shared_share"] for w in ws]
+    if all(v is not None for v in sh) and max(sh) - min(sh) > 0.25:
+        out.append("workloads differ: requests that ran alongside another " + " vs ".join(
+            f"{100 * v:.0f} % ({n})" for v, n in zip(sh, names, strict=True))
+            + " — compare the solo rows (--strict)")
+    return out

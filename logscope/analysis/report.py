@@ -22,9 +22,14 @@ SGLang and vLLM print no per-request timings; :func:`window_table` groups their 
 throughput lines by running requests instead (``tg (window) @ running=2``), labelled
 ``server window average``.
 
-Prefill by depth (:func:`prefill_by_depth`): per request, like the forum's hand-made tables:
-prompt tokens computed, cached tokens, TTFT ≈ prompt eval time (server side: excludes queueing
-and network), t/s.
+Rows that measure nothing are left out: a ``pp`` row needs at least 64 computed prompt tokens
+(a full cache hit computes 1), a ``tg`` row at least 16 generated. A bucket whose requests are
+all within ±5 % of its power of two is labelled by it (``pp4096``); otherwise by the median of
+its requests, 2 significant digits (``pp~100k``, ``d~56k``), never a size nobody sent.
+
+Prefill and decode by depth (:mod:`logscope.analysis.depth`): measured solo chunks and
+requests by depth bucket, with and without the fixed overhead; decode by depth and by the
+requests running alongside.
 
 Config card (:func:`config_card`): build, model, draft model / speculative method, quant,
 context, slots, KV cache dtype, TP, read from the log's startup lines where printed.
@@ -41,9 +46,21 @@ import polars as pl
 
 from logscope.analysis._util import EXACT, WINDOW, label_of, table
 from logscope.analysis.decode import aggregate_summary, decode_aggregate
-from logscope.analysis.prefill import PREDICT_AT, fit_prefill, prefill_curve
+from logscope.analysis.depth import decode_by_depth, depth_label, prefill_by_depth
+from logscope.analysis.metrics import (
+    MIN_DECODE_TOKENS,
+    MIN_PREFILL_TOKENS,
+    acceptance_rate,
+    aggregate_decode,
+    decode_tps,
+    fmt_figure,
+    mean_accepted_length,
+    measured_requests,
+    round_frame,
+    sig,
+)
+from logscope.analysis.prefill import PREDICT_AT, fit_prefill, prefill_curve, slot_context
 from logscope.analysis.pressure import pressure_summary
-from logscope.analysis.spec import acceptance_summary
 
 BENCH_SCHEMA = {"label": pl.String, "test": pl.String, "kind": pl.String,
                 "tokens_bucket": pl.Int64, "depth_bucket": pl.Int64, "tps_mean": pl.Float64,
@@ -66,48 +83,72 @@ def depth_bucket(d: float | None) -> int | None:
 
 
 def _completed(logs) -> pl.DataFrame | None:
-    req = table(logs, "requests")
-    if req is None:
-        return None
-    return req.filter(pl.col("status") == "completed") if "status" in req.columns else req
+    """Requests with figures of their own (completed, or partial: cut by the log's edges)."""
+    return measured_requests(logs)
 
 
-def bench_table(logs, label: str | None = None) -> pl.DataFrame:
-    """The llama-bench-shaped table of one ingest (see the module docstring)."""
+def _short(x: float) -> str:
+    """2 significant digits, k for thousands: 100000 -> 100k, 56012 -> 56k, 1800 -> 1.8k."""
+    v = sig(float(x), 2)
+    return f"{v / 1000:g}k" if v >= 1000 else f"{v:g}"
+
+
+def _honest(prefix: str, b: int, values: list[float], zero: bool = False) -> str:
+    if zero and b == 0:
+        return f"{prefix}0"
+    if all(0.95 * b <= v <= 1.05 * b for v in values):
+        return f"{prefix}{b}"
+    vs = sorted(values)
+    med = vs[len(vs) // 2] if len(vs) % 2 else (vs[len(vs) // 2 - 1] + vs[len(vs) // 2]) / 2
+    return f"{prefix}~{_short(med)}"
+
+
+def bench_table(logs, label: str | None = None, solo: bool = False) -> pl.DataFrame:
+    """The llama-bench-shaped table of one ingest (see the module docstring); ``solo``
+    keeps only requests that ran alone (nothing else in progress).
+
+    Example::
+
+        bench_table(logscope.read("server.log")).filter(pl.col("shared") == 0)
+    """
     lab = label_of(logs, label)
     req = _completed(logs)
     if req is None or req.height == 0:
         return pl.DataFrame(schema=BENCH_SCHEMA)
     allreq = table(logs, "requests")
     req = _with_overlap(allreq, req)
+    if solo:
+        req = req.filter(~pl.col("_shared"))
     rows = []
     for r in req.iter_rows(named=True):
         cached = max(r.get("cached_tokens") or 0, 0)
         p, g = r.get("prompt_tokens"), r.get("gen_tokens")
         shared = r["_shared"]
-        if p and r.get("prompt_tps"):
-            rows.append(dict(kind="pp", tb=bucket(p), db=depth_bucket(cached),
-                             tps=r["prompt_tps"], tps_step=None, shared=shared))
-        if g and r.get("decode_tps"):
+        if p and p >= MIN_PREFILL_TOKENS and r.get("prompt_tps"):
+            rows.append(dict(kind="pp", tb=bucket(p), db=depth_bucket(cached), tok=p,
+                             dep=cached, tps=r["prompt_tps"], tps_step=None, shared=shared))
+        if g and g >= MIN_DECODE_TOKENS and r.get("decode_tps"):
             rows.append(dict(kind="tg", tb=bucket(g), db=depth_bucket(cached + (p or 0)),
-                             tps=r["decode_tps"], tps_step=r.get("mean_len") or 1.0,
-                             shared=shared))
+                             tok=g, dep=cached + (p or 0), tps=r["decode_tps"],
+                             tps_step=r.get("mean_len") or 1.0, shared=shared))
     if not rows:
         return pl.DataFrame(schema=BENCH_SCHEMA)
     df = pl.DataFrame(rows, schema={"kind": pl.String, "tb": pl.Int64, "db": pl.Int64,
-                                    "tps": pl.Float64, "tps_step": pl.Float64,
-                                    "shared": pl.Boolean})
+                                    "tok": pl.Int64, "dep": pl.Int64, "tps": pl.Float64,
+                                    "tps_step": pl.Float64, "shared": pl.Boolean})
     out = (df.group_by("kind", "tb", "db")
            .agg(pl.col("tps").mean().alias("tps_mean"), pl.col("tps").std().alias("tps_std"),
                 pl.len().cast(pl.Int64).alias("n"), pl.col("tps_step").mean().alias("tps_step"),
-                pl.col("shared").sum().cast(pl.Int64).alias("shared"))
+                pl.col("shared").sum().cast(pl.Int64).alias("shared"),
+                pl.col("tok"), pl.col("dep"))
            .with_columns(
-               (pl.col("kind") + pl.col("tb").cast(pl.String) + " @ d"
-                + pl.col("db").cast(pl.String)).alias("test"),
                (pl.col("n") < 3).alias("small"),
                pl.lit(lab).alias("label"), pl.lit("passive").alias("source"),
                pl.lit(EXACT).alias("exactness"))
            .sort(pl.col("kind").replace({"pp": "0", "tg": "1"}), "db", "tb"))
+    tests = [_honest(k, tb, tok) + " @ " + _honest("d", db, dep, zero=True)
+             for k, tb, db, tok, dep in out.select("kind", "tb", "db", "tok", "dep").iter_rows()]
+    out = out.with_columns(pl.Series("test", tests, dtype=pl.String))
     return out.select("label", "test", "kind", pl.col("tb").alias("tokens_bucket"),
                       pl.col("db").alias("depth_bucket"), "tps_mean", "tps_std", "n", "small",
                       pl.col("tps_step").alias("tokens_per_step"), "shared", "source",
@@ -177,24 +218,6 @@ def window_table(logs, label: str | None = None) -> pl.DataFrame:
     return out.select(list(BENCH_SCHEMA)).cast(BENCH_SCHEMA)
 
 
-def prefill_by_depth(logs, label: str | None = None) -> pl.DataFrame:
-    """Per completed request: prompt tokens computed, cached, depth, TTFT (s), t/s."""
-    schema = {"label": pl.String, "task": pl.Int64, "prompt_tokens": pl.Int64,
-              "cached_tokens": pl.Int64, "depth": pl.Int64, "ttft_s": pl.Float64,
-              "tps": pl.Float64, "exactness": pl.String}
-    req = _completed(logs)
-    if req is None or req.height == 0:
-        return pl.DataFrame(schema=schema)
-    r = req.filter(pl.col("prompt_tokens").is_not_null() & pl.col("prompt_ms").is_not_null())
-    return r.select(
-        pl.lit(label_of(logs, label)).alias("label"), "task", "prompt_tokens",
-        pl.col("cached_tokens").clip(lower_bound=0).fill_null(0).alias("cached_tokens"),
-        (pl.col("cached_tokens").clip(lower_bound=0).fill_null(0) + pl.col("prompt_tokens"))
-        .alias("depth"),
-        (pl.col("prompt_ms") / 1000).alias("ttft_s"), pl.col("prompt_tps").alias("tps"),
-        pl.lit(EXACT).alias("exactness")).cast(schema).sort("depth")
-
-
 _QUANT = re.compile(r"(?i)(?<![A-Za-z0-9])(I?Q[1-8](?:_[0-9A-Z]+)*|F16|BF16|F32|FP8|AWQ|GPTQ|"
                     r"MXFP4|NVFP4|INT4|INT8)(?![A-Za-z0-9])")
 
@@ -259,51 +282,75 @@ def config_card(logs) -> dict:
     return card
 
 
-def headline(logs) -> dict:
-    """The few numbers of a card: prefill fit, decode, acceptance, aggregate, pressure."""
+def headline(logs, at: tuple[int, ...] | list[int] | None = None) -> dict:
+    """The few numbers of a card, each from its one definition in
+    :mod:`logscope.analysis.metrics`; the prefill fit predicts at ``at`` (default 4k…128k).
+
+    Example::
+
+        h = headline(logscope.read("server.log"), at=(4096, 49152))
+        h["prefill_fit"]["predict"][49152], h["acceptance"]["rate"]
+    """
     pts = prefill_curve(logs)
-    fit = fit_prefill(pts)
-    req = _completed(logs)
-    dec = None
-    if req is not None and "decode_tps" in req.columns:
-        d = req.drop_nulls("decode_tps")
-        if d.height:
-            dec = {"median": float(d["decode_tps"].median()), "min": float(d["decode_tps"].min()),
-                   "max": float(d["decode_tps"].max()), "n": d.height, "exactness": EXACT}
-    if dec is None:
-        from logscope.analysis.decode import decode_windows
-        w = decode_windows(logs).filter(pl.col("source") != "llama:tg_3s", pl.col("tps") > 0)
-        if w.height:
-            dec = {"median": float(w["tps"].median()), "min": float(w["tps"].min()),
-                   "max": float(w["tps"].max()), "n": w.height, "exactness": WINDOW}
-    agg = aggregate_summary(decode_aggregate(logs))
-    multi = agg.filter(pl.col("active") >= 2)
-    agg_d = None
-    if multi.height:
-        top = multi.sort("active").row(-1, named=True)
-        agg_d = {"active": top["active"], "mean_tps": top["mean_tps"], "peak_tps": top["peak_tps"],
-                 "exactness": top["exactness"], "n": top["n"], "seconds": top["seconds"]}
+    fit = fit_prefill(pts, at=at, n_ctx=slot_context(logs))
+    d = decode_tps(logs)
+    dec = None if d["value"] is None else {
+        "median": d["value"], "min": d["min"], "max": d["max"], "n": d["n"],
+        "exactness": d["exactness"], "source": d["source"]}
+    r, m = acceptance_rate(logs), mean_accepted_length(logs)
+    acc = {"rate": r["value"], "mean_len": m["value"], "n": max(r["n"], m["n"]),
+           "exactness": r["exactness"] or m["exactness"], "source": r["source"] or m["source"],
+           "accepted": r["accepted"], "generated": r["generated"], "mean_len_how": m["how"]}
+    g = aggregate_decode(logs)
+    agg_d = None if g["value"] is None else {
+        "active": g["active"], "mean_tps": g["value"], "peak_tps": g["peak"],
+        "exactness": g["exactness"], "n": g["n"], "seconds": g["seconds"]}
     return {"prefill_fit": fit, "prefill_points": pts.height, "decode": dec,
-            "acceptance": acceptance_summary(logs), "aggregate": agg_d,
-            "pressure": pressure_summary(logs)}
+            "acceptance": acc, "aggregate": agg_d, "pressure": pressure_summary(logs)}
 
 
-def build_report(logs_list: list, labels: list[str] | None = None) -> dict:
-    """Everything ``logscope report`` prints, for one or more ingests."""
+def build_report(logs_list: list, labels: list[str] | None = None,
+                 at: tuple[int, ...] | list[int] | None = None) -> dict:
+    """Everything ``logscope report`` prints, for one or more ingests.
+
+    Example::
+
+        rep = build_report([logscope.read("server.log")], at=(4096, 49152))
+        print(render(rep, "md"))
+    """
+    from logscope.analysis.timeline import time_budget
+
     labels = labels or [None] * len(logs_list)
-    out = {"bench": [], "prefill_by_depth": [], "cards": {}, "headline": {}, "aggregates": []}
+    out: dict = {"bench": [], "prefill_by_depth": [], "depth_profile": [],
+                 "decode_by_depth": [], "time_budget": [], "cards": {}, "headline": {},
+                 "aggregates": []}
     for logs, lab in zip(logs_list, labels, strict=True):
         name = label_of(logs, lab)
+        h = headline(logs, at=at)
+        fit = h["prefill_fit"]
         out["aggregates"].append(aggregate_summary(decode_aggregate(logs, name)))
         out["bench"].append(bench_table(logs, name))
         out["bench"].append(window_table(logs, name))
-        out["prefill_by_depth"].append(prefill_by_depth(logs, name))
+        out["prefill_by_depth"].append(prefill_by_depth(logs, name, fit=fit))
+        out["depth_profile"].append(prefill_by_depth(logs, name, step=None, fit=fit))
+        out["decode_by_depth"].append(decode_by_depth(logs, name))
+        out["time_budget"].append(time_budget(logs, name))
         out["cards"][name] = config_card(logs)
-        out["headline"][name] = headline(logs)
-    out["bench"] = pl.concat(out["bench"]) if out["bench"] else pl.DataFrame(schema=BENCH_SCHEMA)
-    out["prefill_by_depth"] = pl.concat(out["prefill_by_depth"])
-    out["aggregates"] = pl.concat(out["aggregates"])
+        out["headline"][name] = h
+    for k in ("bench", "prefill_by_depth", "depth_profile", "decode_by_depth", "time_budget",
+              "aggregates"):
+        out[k] = pl.concat(out[k])
     return out
+
+
+def has_figures(rep: dict) -> bool:
+    """True when a report holds at least one measured figure (else: nothing to report)."""
+    if any(rep[k].height for k in ("bench", "prefill_by_depth", "decode_by_depth")):
+        return True
+    for h in rep["headline"].values():
+        if h["decode"] or h["acceptance"]["n"] or h["prefill_points"] or h["aggregate"]:
+            return True
+    return False
 
 
 def _fmt(v, digits: int = 2) -> str:
@@ -322,49 +369,109 @@ def _md_table(header: list[str], rows: list[list]) -> str:
     return "\n".join(lines)
 
 
+def _round_obj(o, key: str | None = None):
+    """Floats of the JSON report rounded like the server prints them (fit coefficients kept)."""
+    if isinstance(o, dict):
+        return {k: _round_obj(v, k if isinstance(k, str) else key) for k, v in o.items()}
+    if isinstance(o, (list, tuple)):
+        return [_round_obj(v, key) for v in o]
+    if isinstance(o, float):
+        if not math.isfinite(o):
+            return None
+        if key in ("a", "b", "c"):
+            return o
+        if key in ("rate", "r2") or (key and "acceptance" in key):
+            return sig(o, 3) if key != "r2" else round(o, 4)
+        return round(o, 2)
+    return o
+
+
+def fit_text(fit: dict) -> str:
+    """The prefill fit in one line: c (ms), a, b, r², basis, depths, predictions."""
+    if not fit["valid"]:
+        return f"prefill fit: none ({fit.get('reason')})"
+    lo, hi = fit["depth_range"]
+    pred = ", ".join(
+        f"{d:,}: {_fmt(v, 0)}" + ("*" if fit["extrapolated"][d] else "")
+        for d, v in fit["predict"].items() if v is not None)
+    fresh = ", ".join(f"{d:,} tokens {t:.2f} s = {d / t:,.0f} t/s"
+                      for d, t in fit["ttft"].items() if t)
+    refused = [f"{d:,}" for d, v in fit["refused"].items() if v]
+    why = {v for v in fit["refused"].values() if v}
+    r2 = "—" if fit["r2"] is None else f"{fit['r2']:.3f}"
+    out = (f"prefill model time = c + a·n + b·n·(d0 + n/2): c = {fit['c_ms']:,.0f} ms, "
+           f"a = {fit['a']:.3e} s/token, b = {fit['b']:.3e} s/token², r² = {r2} "
+           f"({fit['n']} {fit['basis']} stretches: {', '.join(fit['sources'])}; depths "
+           f"{lo:,.0f}–{hi:,.0f}"
+           + (f"; {fit['n_shared']} shared stretches left out" if fit["basis"] == "solo"
+              and fit["n_shared"] else "") + ")")
+    if pred:
+        out += f"; marginal t/s = 1/(a + b·d) at depth {pred}" + (
+            " (* = beyond the measured depths, ≤ ×1.25)" if "*" in pred else "")
+    if fresh:
+        out += f"; a fresh prompt of {fresh} (TTFT = c + a·n + b·n²/2, raw)"
+    if refused:
+        out += f"; no prediction at {', '.join(refused)} ({'; '.join(sorted(why))})"
+    return out
+
+
 def render(rep: dict, fmt: str = "md") -> str:
-    """Render a :func:`build_report` result as ``md``, ``csv`` (the bench table) or ``json``."""
+    """Render a :func:`build_report` result as ``md``, ``csv`` (the bench table) or ``json``.
+
+    Floats in CSV and JSON are rounded to what the server prints (0.01 t/s, 0.01 ms;
+    acceptance to 3 significant digits); the fit's a, b, c stay exact.
+
+    Example::
+
+        render(build_report([logscope.read("server.log")]), "csv")
+    """
     if fmt == "csv":
-        return rep["bench"].write_csv()
+        return round_frame(rep["bench"]).write_csv()
     if fmt == "json":
-        return json.dumps({
+        return json.dumps(_round_obj({
             "bench": rep["bench"].to_dicts(),
+            "depth_profile": rep["depth_profile"].to_dicts(),
             "prefill_by_depth": rep["prefill_by_depth"].to_dicts(),
+            "decode_by_depth": rep["decode_by_depth"].to_dicts(),
+            "time_budget": rep["time_budget"].to_dicts(),
             "aggregates": rep["aggregates"].to_dicts(),
-            "cards": rep["cards"], "headline": rep["headline"]}, indent=2, default=str)
+            "cards": rep["cards"], "headline": rep["headline"]}), indent=2, default=str)
     if fmt != "md":
         raise ValueError(f"unknown format {fmt!r}")
     parts = []
     for name, card in rep["cards"].items():
         parts.append(f"## {name}\n")
-        parts.append(_md_table(["config", "value"],
-                               [[k, v] for k, v in card.items() if v is not None]))
+        prof = rep["depth_profile"].filter(pl.col("label") == name)
+        if prof.height:
+            parts.append("Prefill by depth (solo: nothing else ran; chunks = between progress "
+                         "lines, exact server clock; requests = whole prompts, exact; "
+                         "TTFT = server prompt eval)\n")
+            parts.append(_md_table(
+                ["depth", "measured", "n", "tokens each", "t/s", "t/s, overhead removed",
+                 "TTFT (s)", "model t/s"],
+                [[depth_label(r["depth_lo"], r["depth_hi"]), r["kind"], r["n"],
+                  f"{r['tokens'] / r['n']:,.0f}", r["tps"], r["tps_no_overhead"],
+                  _fmt(r["ttft_s"], 3), r["fit_tps"]]
+                 for r in prof.iter_rows(named=True)]) + "\n")
         h = rep["headline"][name]
-        fit = h["prefill_fit"]
-        lines = []
-        if fit["valid"]:
-            pred = ", ".join(f"{d // 1024}k {_fmt(v, 0)}" + ("*" if fit["extrapolated"][d] else "")
-                             for d, v in fit["predict"].items())
-            lo, hi = fit["depth_range"]
-            lines.append(f"- prefill fit 1/(a + b·d): a = {fit['a']:.3e} s/token, "
-                         f"b = {fit['b']:.3e} s/token² (n = {fit['n']} points, "
-                         f"{', '.join(fit['sources'])}, depths {lo:,.0f}–{hi:,.0f}); "
-                         f"predicted t/s at {pred} (* = extrapolated)")
-        else:
-            lines.append(f"- prefill fit: none ({fit.get('reason')})")
+        lines = ["- " + fit_text(h["prefill_fit"])]
         if h["decode"]:
             d = h["decode"]
-            what = "per request (exact)" if d["exactness"] == EXACT else \
-                "server windows (all running requests, window average)"
-            lines.append(f"- decode t/s {what}: median {_fmt(d['median'])}, "
-                         f"range {_fmt(d['min'])}–{_fmt(d['max'])}, n = {d['n']}")
+            what = {EXACT: "per request (exact)",
+                    WINDOW: "server windows (all running requests, window average)"}.get(
+                d["exactness"], f"{d['exactness']}")
+            lines.append(f"- decode t/s {what}: median {fmt_figure('decode_tps', d['median'])},"
+                         f" range {_fmt(d['min'])}–{_fmt(d['max'])}, n = {d['n']}")
         a = h["acceptance"]
         if a["n"]:
-            lines.append(f"- speculative: acceptance {_fmt(a['rate'], 3)}, mean accepted length "
-                         f"{_fmt(a['mean_len'])} ({a['exactness']}, n = {a['n']})")
+            lines.append(f"- speculative: acceptance {fmt_figure('acceptance_rate', a['rate'])},"
+                         f" mean accepted length "
+                         f"{fmt_figure('mean_accepted_length', a['mean_len'])} "
+                         f"({a['exactness']}, n = {a['n']})")
         if h["aggregate"]:
             g = h["aggregate"]
-            lines.append(f"- {g['active']}-way aggregate decode: {_fmt(g['mean_tps'])} t/s mean, "
+            lines.append(f"- {g['active']}-way aggregate decode: "
+                         f"{fmt_figure('aggregate_decode', g['mean_tps'])} t/s mean, "
                          f"{_fmt(g['peak_tps'])} peak ({g['exactness']}, "
                          + (f"{g['seconds']:.1f} s with {g['active']} decoding)"
                             if g["seconds"] is not None else f"{g['n']} windows)"))
@@ -373,20 +480,43 @@ def render(rep: dict, fmt: str = "md") -> str:
                      f"- pressure: events {p['events'] or 'none'}"
                      + (f", KV usage max {_fmt(p['kv_usage_max'])}" if p['kv_usage_max'] else "")
                      + (f", queue max {p['queued_max']}" if p['queued_max'] is not None else ""))
-        parts.append("\n" + "\n".join(lines) + "\n")
+        tb = rep["time_budget"].filter(pl.col("label") == name)
+        if tb.height:
+            tot = tb.group_by("state").agg(pl.col("seconds").sum())
+            sec = dict(tot.iter_rows())
+            total = sum(sec.values())
+            lines.append("- time: " + ", ".join(
+                f"{k} {sec[k]:,.1f} s ({100 * sec[k] / total:.0f} %)"
+                for k in ("prefill", "decode", "stall", "idle") if k in sec)
+                + " (stall = selected or launched, not computing: prompt-cache save/load)")
+        parts.append("\n".join(lines) + "\n")
+        parts.append(_md_table(["config", "value"],
+                               [[k, v] for k, v in card.items() if v is not None]))
     b = rep["bench"]
-    parts.append("## llama-bench-shaped (source = passive; n* = fewer than 3; "
-                 "k shared = requests that ran alongside another request)\n")
-    rows = [[r["label"], r["test"],
-             f"{r['tps_mean']:,.2f} ± {r['tps_std']:,.2f}" if r["tps_std"] is not None
-             else f"{r['tps_mean']:,.2f}",
-             (f"{r['n']}*" if r["small"] else str(r["n"]))
-             + (f" ({r['shared']} shared)" if r["shared"] else ""),
-             r["tokens_per_step"], r["source"],
-             "exact" if r["exactness"] == EXACT else "window avg"]
-            for r in b.iter_rows(named=True)]
-    parts.append(_md_table(["label", "test", "t/s", "n", "tokens/step", "source", "exactness"],
-                           rows))
+    if b.height:
+        parts.append("\n## llama-bench-shaped (source = passive; n* = fewer than 3; "
+                     "k shared = requests that ran alongside another request; "
+                     "~ = median size where the bucket's requests are not within ±5 % of a "
+                     "power of two)\n")
+        rows = [[r["label"], r["test"],
+                 f"{r['tps_mean']:,.2f} ± {r['tps_std']:,.2f}" if r["tps_std"] is not None
+                 else f"{r['tps_mean']:,.2f}",
+                 (f"{r['n']}*" if r["small"] else str(r["n"]))
+                 + (f" ({r['shared']} shared)" if r["shared"] else ""),
+                 r["tokens_per_step"], r["source"],
+                 "exact" if r["exactness"] == EXACT else "window avg"]
+                for r in b.iter_rows(named=True)]
+        parts.append(_md_table(["label", "test", "t/s", "n", "tokens/step", "source",
+                                "exactness"], rows))
+    dd = rep["decode_by_depth"]
+    if dd.height:
+        parts.append("\n## Decode by depth and concurrency (exact per request; others = "
+                     "requests in progress alongside, 0 = solo)\n")
+        parts.append(_md_table(
+            ["label", "depth", "others", "n", "t/s", "min–max", "tokens/step"],
+            [[r["label"], depth_label(r["depth_lo"], r["depth_hi"]), r["others"], r["n"],
+              r["tps"], f"{r['tps_min']:,.2f}–{r['tps_max']:,.2f}", r["tokens_per_step"]]
+             for r in dd.iter_rows(named=True)]))
     ag = rep["aggregates"]
     if ag.height:
         parts.append("\n## Decode throughput by concurrency (aggregate over requests decoding "
@@ -397,17 +527,26 @@ def render(rep: dict, fmt: str = "md") -> str:
             [[r["label"], r["active"], r["mean_tps"], r["peak_tps"],
               _fmt(r["seconds"], 1) if r["seconds"] is not None else f"{r['n']} windows",
               r["exactness"]] for r in ag.iter_rows(named=True)]))
+    tb = rep["time_budget"]
+    if tb.height:
+        parts.append("\n## Where the time went (server clock; busy = requests in progress)\n")
+        parts.append(_md_table(["label", "state", "busy", "seconds", "share"],
+                               [[r["label"], r["state"], r["busy"], _fmt(r["seconds"], 1),
+                                 f"{100 * r['share']:.1f} %" if r["share"] is not None else None]
+                                for r in tb.iter_rows(named=True)]))
     pd = rep["prefill_by_depth"]
-    if pd.height == 0:
-        return "\n".join(parts) + "\n"
-    parts.append("\n## Prefill by depth (per request, exact; TTFT = server prompt eval time)\n")
-    parts.append(_md_table(["label", "prompt tokens", "cached", "depth", "TTFT (s)", "t/s"],
-                           [[r["label"], r["prompt_tokens"], r["cached_tokens"], r["depth"],
-                             _fmt(r["ttft_s"], 3), r["tps"]]
-                            for r in pd.iter_rows(named=True)]))
+    if pd.height:
+        parts.append("\n## Prefill by depth, 2048-token buckets (solo; chunks: between "
+                     "progress lines; requests: whole prompts)\n")
+        parts.append(_md_table(
+            ["label", "depth", "measured", "n", "tokens", "t/s", "t/s, overhead removed",
+             "TTFT (s)", "model t/s"],
+            [[r["label"], depth_label(r["depth_lo"], r["depth_hi"]), r["kind"], r["n"],
+              r["tokens"], r["tps"], r["tps_no_overhead"], _fmt(r["ttft_s"], 3),
+              r["fit_tps"]] for r in pd.iter_rows(named=True)]))
     return "\n".join(parts) + "\n"
 
 
-__all__ = ["bench_table", "window_table", "prefill_by_depth", "config_card", "headline",
-           "build_report",
-           "render", "bucket", "depth_bucket", "PREDICT_AT"]
+__all__ = ["bench_table", "window_table", "prefill_by_depth", "decode_by_depth", "config_card",
+           "headline", "build_report", "has_figures", "render", "fit_text", "bucket",
+           "depth_bucket", "PREDICT_AT"]

@@ -122,21 +122,16 @@ def acceptance_per_position(logs, label: str | None = None) -> pl.DataFrame:
 
 
 def acceptance_summary(logs) -> dict:
-    """Pooled acceptance over all requests (llama) or windows (SGLang/vLLM)."""
-    r = acceptance_requests(logs)
-    if r.height:
-        acc, gen = int(r["accepted"].sum()), int(r["generated"].sum())
-        ml = r.drop_nulls("mean_len")
-        return {"source": "llama:request", "exactness": EXACT, "n": r.height,
-                "accepted": acc, "generated": gen, "rate": acc / gen if gen else None,
-                # tokens per step pooled: all tokens / all steps (steps = tokens / mean len)
-                "mean_len": float(ml["gen_tokens"].sum()
-                                  / (ml["gen_tokens"] / ml["mean_len"]).sum())
-                if ml.height and ml["gen_tokens"].sum() else None}
-    w = acceptance_windows(logs)
-    if w.height:
-        return {"source": w["source"][0], "exactness": WINDOW, "n": w.height,
-                "accepted": None, "generated": None, "rate": w["rate"].mean(),
-                "mean_len": w["mean_len"].mean()}
-    return {"source": None, "exactness": None, "n": 0, "accepted": None, "generated": None,
-            "rate": None, "mean_len": None}
+    """Pooled acceptance: :func:`logscope.analysis.metrics.acceptance_rate` and
+    :func:`~logscope.analysis.metrics.mean_accepted_length` (the one definition of each).
+
+    Example::
+
+        acceptance_summary(logscope.read("spec.log"))["rate"]
+    """
+    from logscope.analysis.metrics import acceptance_rate, mean_accepted_length
+
+    r, m = acceptance_rate(logs), mean_accepted_length(logs)
+    return {"source": r["source"] or m["source"], "exactness": r["exactness"] or m["exactness"],
+            "n": max(r["n"], m["n"]), "accepted": r["accepted"], "generated": r["generated"],
+            "rate": r["value"], "mean_len": m["value"]}

@@ -14,46 +14,64 @@ from ._common import check_output, engine_option, labels_for, no_data, read_each
 @click.option("--label", "labels", multiple=True, help="Name per LOG, in order.")
 @click.option("--format", "fmt", type=click.Choice(["md", "csv", "json"]), default="md",
               show_default=True)
+@click.option("--strict", is_flag=True,
+              help="Only the bench buckets every LOG measured solo (no figures pooled over "
+                   "different workloads).")
 @click.option("--plot", "plot_file", default=None,
               help="Also overlay the prefill curves and decode-vs-depth of all LOGs into this "
                    ".png/.svg/.pdf.")
 @engine_option
-def compare(logs, labels, fmt, plot_file, engine):
+def compare(logs, labels, fmt, strict, plot_file, engine):
     """Compare A B [...]: metrics side by side; Δ and % are relative to the first LOG.
 
-    With a llama-bench result (-o json, jsonl, csv, md) or a llama-sweep-bench table as the
-    other file: per test (pp512 @ d4096, tg128 @ d16384) the active t/s, the passive t/s from
-    the log, Δ % and n.
+    Each row says how many requests it rests on (n; * = fewer than 3; "k shared" = ran
+    alongside another request; ⚠ = not solo in every LOG). Buckets are compared solo with
+    solo where every LOG has solo requests in them. A warning on stderr says where the
+    workloads differ.
 
     Example: logscope compare before.log after.log --label f16 --label q8 --plot ab.png
     """
-    from ..analysis.compare import compare_metrics
-    from .bench_compare import bench_files, run
+    from ..analysis.compare import compare_metrics, workload_differences
+    from ..analysis.metrics import fmt_figure, round_frame
 
     if len(logs) < 2:
         raise click.UsageError("compare needs at least two LOGs")
-    if benches := bench_files(logs):
-        return run(logs, benches, labels, fmt, engine)
     if plot_file:
         check_output(plot_file)
     names = labels_for(logs, labels)
     frames = read_each(logs, engine)
-    df = compare_metrics(frames, names)
+    df = compare_metrics(frames, names, strict=strict)
     if df.height == 0:
-        raise click.ClickException(f"no comparable data in {', '.join(logs)}")
+        raise click.ClickException(
+            f"no comparable data in {', '.join(logs)}"
+            + (" (--strict: no bucket measured solo in every LOG)" if strict else ""))
+    for w in workload_differences(frames, names):
+        click.echo(f"warning: {w}", err=True)
     if fmt == "csv":
-        click.echo(df.write_csv(), nl=False)
+        click.echo(round_frame(df).write_csv(), nl=False)
     elif fmt == "json":
-        click.echo(json.dumps(df.to_dicts(), indent=2))
+        click.echo(json.dumps(round_frame(df).to_dicts(), indent=2))
     else:
-        cols = df.columns
+        vals = [c for c in df.columns if c != "metric" and not c.startswith("n ")]
+        cols = ["metric"] + vals
         click.echo("| " + " | ".join(cols) + " |")
         click.echo("|" + "|".join("---" for _ in cols) + "|")
-        for row in df.iter_rows():
-            cells = [row[0]] + ["—" if v is None else
-                                (f"{v:+,.1f}%" if c.startswith("% ") else
-                                 f"{v:+,.2f}" if c.startswith("Δ ") else f"{v:,.2f}")
-                                for c, v in zip(cols[1:], row[1:], strict=True)]
+        for row in df.iter_rows(named=True):
+            cells = [row["metric"]]
+            for c in vals:
+                v = row[c]
+                if v is None:
+                    cells.append("—")
+                elif c.startswith("% "):
+                    cells.append(f"{v:+,.1f}%")
+                elif c.startswith("Δ "):
+                    cells.append(f"{v:+,.3g}" if "acceptance rate" in row["metric"]
+                                 else f"{v:+,.2f}")
+                else:
+                    txt = fmt_figure("acceptance_rate" if "acceptance rate" in row["metric"]
+                                     else "", v)
+                    n = row.get(f"n {c}")
+                    cells.append(txt + (f" (n={n})" if n else ""))
             click.echo("| " + " | ".join(cells) + " |")
     if plot_file:
         from ..plots import plot_compare

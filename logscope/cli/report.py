@@ -1,4 +1,4 @@
-"""``logscope report``: the llama-bench-shaped table, prefill by depth and the config card."""
+"""``logscope report``: the depth profile, headline, llama-bench-shaped table, config card."""
 
 from __future__ import annotations
 
@@ -7,27 +7,50 @@ import click
 from ._common import engine_option, labels_for, read_each
 
 
+def _depths(value: str | None) -> tuple[int, ...] | None:
+    if not value:
+        return None
+    out = []
+    for part in value.split(","):
+        p = part.strip().lower()
+        try:
+            out.append(int(float(p[:-1]) * 1024) if p.endswith("k") else int(p))
+        except ValueError:
+            raise click.ClickException(
+                f"--at: {part!r} is not a depth (tokens, e.g. 4096 or 48k)") from None
+    if any(d <= 0 for d in out):
+        raise click.ClickException("--at: depths must be positive")
+    return tuple(out)
+
+
 @click.command()
 @click.argument("logs", nargs=-1, required=True)
 @click.option("--format", "fmt", type=click.Choice(["md", "csv", "json"]), default="md",
               show_default=True, help="md: everything; csv: the bench table; json: everything.")
 @click.option("--label", "labels", multiple=True, help="Name per LOG, in order.")
+@click.option("--at", "at", default=None, metavar="DEPTHS",
+              help="Depths to predict prefill t/s at, comma-separated (4096,49152 or 4k,48k); "
+                   "predictions only inside the measured depths (×1.25) and the slot's context.")
 @engine_option
-def report(logs, fmt, labels, engine):
-    """A table a forum user can paste: pp/tg t/s by size and depth, measured from the log.
+def report(logs, fmt, labels, at, engine):
+    """A table a forum user can paste: prefill by depth, pp/tg t/s, measured from the log.
 
-    Tests are buckets of real requests (pp512 @ d4096: ~512 computed prompt tokens on top of
-    ~4096 cached; tg128 @ d16384: ~128 generated at depth ~16384; powers of two, rounded in
-    log scale); t/s mean ± std over n requests (n* = fewer than 3), source = passive.
+    Leads with the prefill depth profile (solo stretches: chunks between progress lines and
+    whole prompts, raw and with the fixed overhead removed), then the prefill model
+    time = c + a·n + b·n·(d0 + n/2) with c in ms and r², decode, acceptance, where the time
+    went, and the llama-bench-shaped table: buckets of real requests (pp512 @ d4096: ~512
+    computed prompt tokens on top of ~4096 cached; pp~100k where no power of two fits);
+    t/s mean ± std over n requests (n* = fewer than 3, k shared = ran alongside another).
 
-    Example: logscope report server.log --format md > bench.md
+    Example: logscope report server.log --at 4k,48k --format md > bench.md
     """
-    from ..analysis.report import build_report, render
+    from ..analysis.report import build_report, has_figures, render
 
+    depths = _depths(at)
     names = labels_for(logs, labels)
     frames = read_each(logs, engine)
-    rep = build_report(frames, names)
-    if rep["bench"].height == 0:
+    rep = build_report(frames, names, at=depths)
+    if not has_figures(rep):
         raise click.ClickException(
-            f"no completed requests with timings in {', '.join(logs)}: nothing to report")
+            f"no timing, throughput or acceptance lines in {', '.join(logs)}: nothing to report")
     click.echo(render(rep, fmt), nl=False)

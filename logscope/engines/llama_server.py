@@ -342,10 +342,13 @@ def build_requests(tables: dict[str, pl.DataFrame]) -> pl.DataFrame:
         pl.col("line").first().alias("line_start"),
         (pl.col("is_child").first() if "is_child" in launch.columns
          else pl.lit(None, pl.Boolean)).alias("is_child"),
+        pl.lit(True).alias("_launched"),
     )
-    # requests seen only through their summary (log cut at the start) still count
+    # requests seen only through their figures (log cut at the start) still count
     summ = pl.concat([kind(k).select(*key, "t_rel", "ts", "line")
-                      for k in ("prompt_eval", "eval", "release")]).filter(
+                      for k in ("prompt_eval", "eval", "release", "draft_acceptance",
+                                "decode_progress", "prompt_progress")
+                      if k in tables]).filter(
         pl.col("task").is_null() | (pl.col("task") >= 0))
     extra = summ.group_by(key).agg(
         pl.col("t_rel").min().alias("t_start"), pl.col("ts").min().alias("ts_start"),
@@ -437,6 +440,7 @@ def build_requests(tables: dict[str, pl.DataFrame]) -> pl.DataFrame:
         "error": pl.String, "_ts_summary": pl.Datetime("us", "UTC"), "_t_summary": pl.Float64,
         "_ts_release": pl.Datetime("us", "UTC"), "_t_release": pl.Float64,
         "select_method": pl.String, "sim_best": pl.Float64, "f_keep": pl.Float64,
+        "_launched": pl.Boolean,
     })
     if "prefill_tick_list" not in out.columns:
         out = out.with_columns(pl.lit(None, dtype=TICK_DTYPE).alias("prefill_tick_list"))
@@ -446,19 +450,25 @@ def build_requests(tables: dict[str, pl.DataFrame]) -> pl.DataFrame:
     # progress ticks (progress = (C + n) / T); the source says which
     from_release = (pl.col("ctx_tokens") - pl.col("prompt_tokens") - pl.col("gen_tokens") + 1
                     + pl.col("n_discarded").fill_null(0))
-    first_two = pl.col("prefill_tick_list").list.head(2)
-    p1 = first_two.list.get(0, null_on_oob=True).struct.field("progress")
-    p2 = first_two.list.get(1, null_on_oob=True).struct.field("progress")
-    n1 = first_two.list.get(0, null_on_oob=True).struct.field("n_processed")
-    n2 = first_two.list.get(1, null_on_oob=True).struct.field("n_processed")
+    # first and last tick: the widest span, so the 2-decimal progress rounds least. The
+    # estimate is kept only when it exceeds its own rounding error (progress ±0.005 at both
+    # ends): a cached prefix smaller than that is unknown (null), never a negative count
+    ticks = pl.col("prefill_tick_list")
+    p1 = ticks.list.first().struct.field("progress")
+    p2 = ticks.list.last().struct.field("progress")
+    n1 = ticks.list.first().struct.field("n_processed")
+    n2 = ticks.list.last().struct.field("n_processed")
     t_est = (n2 - n1) / (p2 - p1)
-    from_ticks = (p1 * t_est - n1).round(0).cast(pl.Int64, strict=False)
+    c_est = p1 * t_est - n1
+    c_err = 0.005 * t_est + p1 * t_est * 0.01 / (p2 - p1)
+    from_ticks = pl.when(c_est > c_err).then(c_est.round(0)).cast(pl.Int64, strict=False)
+    ticks_ok = pl.col("prefill_tick_list").is_not_null() & (p2 > p1) & (c_est > c_err)
     exact = pl.coalesce("_c_era_b", "_c_trim")
     out = out.with_columns(
         pl.when(exact.is_not_null()).then(exact)
         .when(has_summary & pl.col("ctx_tokens").is_not_null() & (from_release >= 0))
         .then(from_release)
-        .when(pl.col("prefill_tick_list").is_not_null() & (p2 > p1)).then(from_ticks)
+        .when(ticks_ok).then(from_ticks)
         .alias("cached_tokens"),
         pl.when(exact.is_not_null()).then(pl.lit("printed"))
         .when(has_summary & pl.col("ctx_tokens").is_not_null() & (from_release >= 0)
@@ -467,16 +477,23 @@ def build_requests(tables: dict[str, pl.DataFrame]) -> pl.DataFrame:
         .then(pl.lit("release_upper_bound"))
         .when(has_summary & pl.col("ctx_tokens").is_not_null() & (from_release >= 0))
         .then(pl.lit("release_arithmetic"))
-        .when(pl.col("prefill_tick_list").is_not_null() & (p2 > p1))
-        .then(pl.lit("progress_fit"))
+        .when(ticks_ok).then(pl.lit("progress_fit"))
         .alias("cached_source"),
     )
+    launched = pl.col("_launched").fill_null(False)
+    figures = (pl.col("draft_generated").is_not_null() | (pl.col("decode_ticks").fill_null(0) > 0)
+               | (pl.col("prefill_ticks").fill_null(0) > 0))
     status = (
         pl.when(pl.col("error").is_not_null()).then(pl.lit("error"))
-        .when(has_summary).then(pl.lit("completed"))
+        .when(has_summary & launched).then(pl.lit("completed"))
         .when(pl.col("cancel_line").fill_null(False)).then(pl.lit("cancelled"))
-        # released with no summary and no error: aborted (era B prints no cancel line)
+        # the log starts inside the request: its figures are real, its start is not seen
+        .when(has_summary | ~launched).then(pl.lit("partial"))
+        # launched and released with no summary and no error: aborted (era B prints no
+        # cancel line)
         .when(pl.col("ctx_tokens").is_not_null()).then(pl.lit("cancelled"))
+        # the log ends inside the request
+        .when(figures).then(pl.lit("partial"))
         .otherwise(pl.lit("incomplete"))
     )
     out = out.with_columns(

@@ -1,0 +1,173 @@
+"""Measured tables by context depth: prefill (solo chunks and requests) and decode.
+
+:func:`prefill_by_depth` is the table a forum user builds by hand (seed thread: prompt size,
+TTFT, raw t/s, t/s with the fixed overhead removed), measured from the log instead:
+
+* ``chunks`` rows: the intervals between two ``prompt processing`` progress lines of one
+  request (one ``n_batch`` chunk each, timed on the server clock): no fixed overhead, so
+  raw and overhead-removed t/s are the same number.
+* ``requests`` rows: whole prompts (``prompt eval time``, exact per request) with at least
+  64 computed tokens; ``tps_no_overhead`` = tokens / (seconds − c), c from the prefill fit;
+  ``ttft_s`` = the server's prompt eval time (it excludes queueing: see
+  :mod:`logscope.analysis.timeline`).
+
+By default only *solo* stretches count (no other request in progress, so nothing shared the
+GPU); ``shared=True`` adds the others, counted in ``n_shared``. Rows are depth buckets by the
+middle of each stretch: linear buckets ``step`` tokens wide (default 2048, llama-server's
+default ``n_batch``: one chunk per bucket), or ``step=None`` for half-octave buckets
+(2^(k/2): 4k, 5.8k, 8k, 11k, 16k, …), the compact profile the report leads with. t/s of a
+bucket = its tokens / its seconds (time-weighted), at ``depth`` = the token-weighted mean
+depth of its stretches; ``fit_tps`` is the fit's 1/(a + b·depth) there.
+
+:func:`decode_by_depth` groups the exact per-request decode rates by depth at the middle of
+the decode (half-octave buckets) and by how many other requests were in progress during
+it (``others``: 0 = solo).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import polars as pl
+
+from logscope.analysis._util import EXACT, TICK, label_of, table
+from logscope.analysis.prefill import fit_prefill, prefill_curve, slot_context
+
+PREFILL_SCHEMA = {
+    "label": pl.String, "kind": pl.String, "depth_lo": pl.Int64, "depth_hi": pl.Int64,
+    "depth": pl.Float64, "n": pl.Int64, "n_shared": pl.Int64, "tokens": pl.Int64,
+    "seconds": pl.Float64, "tps": pl.Float64, "tps_no_overhead": pl.Float64,
+    "ttft_s": pl.Float64, "fit_tps": pl.Float64, "exactness": pl.String,
+}
+DECODE_SCHEMA = {
+    "label": pl.String, "depth_lo": pl.Int64, "depth_hi": pl.Int64, "depth": pl.Float64,
+    "others": pl.Int64, "n": pl.Int64, "tokens": pl.Int64, "seconds": pl.Float64,
+    "tps": pl.Float64, "tps_min": pl.Float64, "tps_max": pl.Float64,
+    "tokens_per_step": pl.Float64, "exactness": pl.String,
+}
+MIN_REQUEST_TOKENS = 64
+
+
+def _bucket_expr(depth: pl.Expr, step: int | None) -> tuple[pl.Expr, pl.Expr]:
+    if step:
+        lo = (depth // step * step).cast(pl.Int64)
+        return lo, lo + step
+    # half-octave: 2^(k/2) <= d < 2^((k+1)/2); depths below 1024 in one bucket
+    k = (depth.clip(lower_bound=1).log(2) * 2).floor()
+    lo = pl.when(depth < 1024).then(0).otherwise((2 ** (k / 2)).round(0)).cast(pl.Int64)
+    hi = pl.when(depth < 1024).then(1024).otherwise((2 ** ((k + 1) / 2)).round(0))
+    return lo, hi.cast(pl.Int64)
+
+
+def prefill_by_depth(logs, label: str | None = None, step: int | None = 2048,
+                     shared: bool = False, fit: dict | None = None) -> pl.DataFrame:
+    """Measured prefill t/s by depth bucket, chunks and requests apart (see the module doc).
+
+    Example::
+
+        prefill_by_depth(logscope.read("server.log"), step=None)   # the compact profile
+    """
+    lab = label_of(logs, label)
+    pts = prefill_curve(logs, lab)
+    if fit is None:
+        fit = fit_prefill(pts, n_ctx=slot_context(logs))
+    c = fit["c"] if fit.get("valid") else None
+    pts = pts.filter(
+        pl.col("source").is_in(["llama:request", "llama:tick"]),
+        # the first progress line counts from the prompt's start: not one chunk
+        (pl.col("source") == "llama:request") | ~pl.col("overhead"),
+        (pl.col("source") == "llama:tick") | (pl.col("tokens") >= MIN_REQUEST_TOKENS))
+    if not shared:
+        pts = pts.filter(~pl.col("shared").fill_null(False))
+    if pts.height == 0:
+        return pl.DataFrame(schema=PREFILL_SCHEMA)
+    lo, hi = _bucket_expr(pl.col("depth"), step)
+    is_req = pl.col("source") == "llama:request"
+    secs_no = pl.when(is_req).then(
+        pl.col("seconds") - (c if c is not None else float("nan"))).otherwise(pl.col("seconds"))
+    g = (pts.with_columns(kind=pl.when(is_req).then(pl.lit("requests"))
+                          .otherwise(pl.lit("chunks")),
+                          depth_lo=lo, depth_hi=hi, _secs_no=secs_no)
+         .group_by("kind", "depth_lo", "depth_hi")
+         .agg(((pl.col("depth") * pl.col("tokens")).sum() / pl.col("tokens").sum())
+              .alias("depth"),
+              pl.len().cast(pl.Int64).alias("n"),
+              pl.col("shared").fill_null(False).sum().cast(pl.Int64).alias("n_shared"),
+              pl.col("tokens").sum().alias("tokens"), pl.col("seconds").sum().alias("seconds"),
+              pl.col("_secs_no").sum().alias("_secs_no"),
+              pl.when(pl.col("source") == "llama:request").then(pl.col("seconds")).mean()
+              .alias("ttft_s")))
+    a, b = (fit["a"], fit["b"]) if fit.get("valid") else (None, None)
+    out = g.with_columns(
+        pl.lit(lab).alias("label"),
+        (pl.col("tokens") / pl.col("seconds")).alias("tps"),
+        pl.when(pl.col("_secs_no") > 0).then(pl.col("tokens") / pl.col("_secs_no"))
+        .alias("tps_no_overhead"),
+        (1 / (a + b * pl.col("depth")) if a is not None else pl.lit(None, pl.Float64))
+        .alias("fit_tps"),
+        pl.when(pl.col("kind") == "requests").then(pl.lit(EXACT)).otherwise(pl.lit(TICK))
+        .alias("exactness"),
+    ).with_columns(pl.col("tps_no_overhead").fill_nan(None))
+    return (out.select(list(PREFILL_SCHEMA)).cast(PREFILL_SCHEMA)
+            .sort("depth_lo", pl.col("kind").replace({"requests": "0", "chunks": "1"})))
+
+
+def _others_during(req: pl.DataFrame, rows: pl.DataFrame) -> np.ndarray:
+    """Other requests of the run in progress during each row's [t_decode_start, t_decode_end]."""
+    out = np.zeros(rows.height, dtype=np.int64)
+    idx = rows.with_row_index("_i")
+    for (file, run), g in idx.group_by(["file", "run"]):
+        a = req.filter((pl.col("file") == file) & (pl.col("run") == run)).drop_nulls(
+            ["t_start", "t_end"])
+        starts, ends = np.sort(a["t_start"].to_numpy()), np.sort(a["t_end"].to_numpy())
+        g = g.drop_nulls(["t_decode_start", "t_decode_end"])
+        t0 = g["t_decode_start"].to_numpy() + 0.005
+        t1 = np.maximum(g["t_decode_end"].to_numpy() - 0.005, t0)
+        n = np.searchsorted(starts, t1, side="left") - np.searchsorted(ends, t0, side="right")
+        out[g["_i"].to_numpy()] = np.maximum(n - 1, 0)   # minus the request itself
+    return out
+
+
+def decode_by_depth(logs, label: str | None = None, step: int | None = None) -> pl.DataFrame:
+    """Exact per-request decode t/s by depth bucket and by other requests in progress.
+
+    Example::
+
+        decode_by_depth(logscope.read("server.log")).filter(pl.col("others") == 0)
+    """
+    from logscope.analysis.decode import decode_requests
+
+    lab = label_of(logs, label)
+    dr = decode_requests(logs, lab)
+    req = table(logs, "requests")
+    if dr.height == 0 or req is None:
+        return pl.DataFrame(schema=DECODE_SCHEMA)
+    dr = dr.with_columns(pl.Series("others", _others_during(req, dr)))
+    lo, hi = _bucket_expr(pl.col("depth"), step)
+    out = (dr.with_columns(depth_lo=lo, depth_hi=hi, _secs=pl.col("decode_ms") / 1000)
+           .group_by("depth_lo", "depth_hi", "others")
+           .agg(((pl.col("depth") * pl.col("gen_tokens")).sum() / pl.col("gen_tokens").sum())
+                .alias("depth"),
+                pl.len().cast(pl.Int64).alias("n"), pl.col("gen_tokens").sum().alias("tokens"),
+                pl.col("_secs").sum().alias("seconds"),
+                pl.col("decode_tps").min().alias("tps_min"),
+                pl.col("decode_tps").max().alias("tps_max"),
+                ((pl.col("tokens_per_step") * pl.col("gen_tokens")).sum()
+                 / pl.col("gen_tokens").sum()).alias("tokens_per_step"))
+           .with_columns(pl.lit(lab).alias("label"),
+                         (pl.col("tokens") / pl.col("seconds")).alias("tps"),
+                         pl.lit(EXACT).alias("exactness")))
+    return out.select(list(DECODE_SCHEMA)).cast(DECODE_SCHEMA).sort("depth_lo", "others")
+
+
+def depth_label(lo: int | None, hi: int | None) -> str:
+    """``47k–49k`` for a bucket [lo, hi) (k = 1000 tokens, rounded)."""
+    def k(x):
+        if x is None:
+            return "?"
+        if x < 1000:
+            return str(int(x))
+        v = x / 1000
+        return f"{v:.0f}k" if v >= 10 or math.isclose(v, round(v)) else f"{v:.1f}k"
+    return f"{k(lo)}–{k(hi)}"

@@ -1,0 +1,221 @@
+"""One definition per headline figure, used by every command that prints it.
+
+``ingest`` (human summary), ``report``, ``compare``, ``card`` and the notebook call these
+functions and format their ``value`` with :func:`fmt_figure`, so a figure reads the same
+everywhere. Each returns a dict: ``value`` (None when the log has no data for it), ``n`` (how
+many requests or windows it pools), ``exactness`` and ``source``, plus figure-specific keys.
+
+* :func:`acceptance_rate`: accepted / drafted tokens, pooled over requests (llama-server,
+  exact per request), else the mean of server windows (SGLang, vLLM).
+* :func:`mean_accepted_length`: tokens per decode step, pooled: all generated tokens / all
+  steps, where a request's steps = its tokens / its printed ``mean len``. A request without
+  an ``eval time`` line (a partial log) has no token count; when no request has one, the
+  plain mean of the printed values. Server windows: their mean.
+* :func:`decode_tps`: the median of the exact per-request decode rates (requests with at
+  least ``MIN_DECODE_TOKENS`` generated), else the median of server windows.
+* :func:`aggregate_decode`: the time-weighted mean and the peak of the summed decode rate
+  while the most requests decoded together (at least 2).
+* :func:`prefill_tps`: the median exact per-request prompt rate (>= 64 computed tokens).
+"""
+
+from __future__ import annotations
+
+import math
+
+import polars as pl
+
+from logscope.analysis._util import EXACT, WINDOW, table
+
+MIN_DECODE_TOKENS = 16
+MIN_PREFILL_TOKENS = 64
+MEASURED = ("completed", "partial")   # requests whose printed figures are real
+
+
+def measured_requests(logs) -> pl.DataFrame | None:
+    """Requests with figures of their own: completed, or partial (the log cut them)."""
+    req = table(logs, "requests")
+    if req is None:
+        return None
+    if "status" in req.columns:
+        req = req.filter(pl.col("status").is_in(MEASURED))
+    return req if req.height else None
+
+
+def _none(**extra) -> dict:
+    return {"value": None, "n": 0, "exactness": None, "source": None, **extra}
+
+
+def acceptance_rate(logs) -> dict:
+    """Draft acceptance rate (accepted / drafted).
+
+    Example::
+
+        acceptance_rate(logscope.read("spec.log"))["value"]   # 0.0118
+    """
+    from logscope.analysis.spec import acceptance_requests, acceptance_windows
+
+    r = acceptance_requests(logs)
+    if r.height:
+        acc, gen = int(r["accepted"].sum()), int(r["generated"].sum())
+        return {"value": acc / gen if gen else None, "n": r.height, "exactness": EXACT,
+                "source": "llama:request", "accepted": acc, "generated": gen}
+    w = acceptance_windows(logs).drop_nulls("rate")
+    if w.height:
+        return {"value": float(w["rate"].mean()), "n": w.height, "exactness": WINDOW,
+                "source": w["source"][0], "accepted": None, "generated": None}
+    return _none(accepted=None, generated=None)
+
+
+def mean_accepted_length(logs) -> dict:
+    """Mean accepted length (tokens per decode step), pooled over requests.
+
+    Example::
+
+        mean_accepted_length(logscope.read("spec.log"))["value"]   # 1.05
+    """
+    from logscope.analysis.spec import acceptance_requests, acceptance_windows
+
+    r = acceptance_requests(logs).drop_nulls("mean_len").filter(pl.col("mean_len") > 0)
+    if r.height:
+        t = r.drop_nulls("gen_tokens").filter(pl.col("gen_tokens") > 0)
+        if t.height:
+            v = float(t["gen_tokens"].sum() / (t["gen_tokens"] / t["mean_len"]).sum())
+            how = "pooled: tokens / steps"
+        else:
+            v, how = float(r["mean_len"].mean()), "mean of the printed values"
+        return {"value": v, "n": r.height, "exactness": EXACT, "source": "llama:request",
+                "how": how}
+    w = acceptance_windows(logs).drop_nulls("mean_len")
+    if w.height:
+        return {"value": float(w["mean_len"].mean()), "n": w.height, "exactness": WINDOW,
+                "source": w["source"][0], "how": "mean of windows"}
+    return _none(how=None)
+
+
+def decode_tps(logs) -> dict:
+    """Median decode t/s: exact per request, else server windows.
+
+    Example::
+
+        decode_tps(logscope.read("server.log"))   # {"value": 93.97, "min": …, "max": …, "n": 24}
+    """
+    req = measured_requests(logs)
+    if req is not None and "decode_tps" in req.columns:
+        d = req.filter(pl.col("gen_tokens") >= MIN_DECODE_TOKENS).drop_nulls("decode_tps")
+        if d.height:
+            s = d["decode_tps"]
+            return {"value": float(s.median()), "min": float(s.min()), "max": float(s.max()),
+                    "n": d.height, "exactness": EXACT, "source": "llama:request"}
+    from logscope.analysis.decode import decode_windows
+    w = decode_windows(logs).filter(pl.col("source") != "llama:tg_3s", pl.col("tps") > 0)
+    if w.height:
+        return {"value": float(w["tps"].median()), "min": float(w["tps"].min()),
+                "max": float(w["tps"].max()), "n": w.height, "exactness": WINDOW,
+                "source": w["source"][0]}
+    t3 = decode_windows(logs).filter(pl.col("source") == "llama:tg_3s", pl.col("tps") > 0)
+    if t3.height:   # a pasted excerpt: only the per-slot ~3 s windows
+        return {"value": float(t3["tps"].median()), "min": float(t3["tps"].min()),
+                "max": float(t3["tps"].max()), "n": t3.height,
+                "exactness": "window (~3 s) per slot", "source": "llama:tg_3s"}
+    return _none(min=None, max=None)
+
+
+def prefill_tps(logs) -> dict:
+    """Median exact prompt t/s per request (>= 64 computed tokens; raw, overhead included).
+
+    Example::
+
+        prefill_tps(logscope.read("server.log"))["value"]
+    """
+    req = measured_requests(logs)
+    if req is not None and "prompt_tps" in req.columns:
+        d = req.filter(pl.col("prompt_tokens") >= MIN_PREFILL_TOKENS).drop_nulls("prompt_tps")
+        if d.height:
+            s = d["prompt_tps"]
+            return {"value": float(s.median()), "min": float(s.min()), "max": float(s.max()),
+                    "n": d.height, "exactness": EXACT, "source": "llama:request"}
+    return _none(min=None, max=None)
+
+
+def aggregate_decode(logs) -> dict:
+    """Aggregate decode t/s while the most requests decoded together (>= 2).
+
+    Example::
+
+        aggregate_decode(logscope.read("server.log"))   # {"value": 127.37, "active": 2, …}
+    """
+    from logscope.analysis.decode import aggregate_summary, decode_aggregate
+
+    agg = aggregate_summary(decode_aggregate(logs)).filter(pl.col("active") >= 2)
+    if agg.height == 0:
+        return _none(active=None, peak=None, seconds=None)
+    top = agg.sort("active").row(-1, named=True)
+    return {"value": top["mean_tps"], "n": top["n"], "exactness": top["exactness"],
+            "source": top["source"], "active": top["active"], "peak": top["peak_tps"],
+            "seconds": top["seconds"]}
+
+
+FIGURES = {
+    "prefill_tps": prefill_tps,
+    "decode_tps": decode_tps,
+    "aggregate_decode": aggregate_decode,
+    "acceptance_rate": acceptance_rate,
+    "mean_accepted_length": mean_accepted_length,
+}
+
+
+def headline_figures(logs) -> dict[str, dict]:
+    """Every headline figure of one ingest, by name (what ``ingest --json`` can carry).
+
+    Example::
+
+        {k: v["value"] for k, v in headline_figures(logscope.read("server.log")).items()}
+    """
+    return {name: fn(logs) for name, fn in FIGURES.items()}
+
+
+def sig(x: float | None, digits: int = 3) -> float | None:
+    """``x`` rounded to ``digits`` significant digits (0.011805 -> 0.0118)."""
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
+        return None
+    if x == 0:
+        return 0.0
+    return round(x, digits - 1 - int(math.floor(math.log10(abs(x)))))
+
+
+def fmt_figure(name: str, value: float | None) -> str:
+    """The one text form of a headline figure: acceptance with 3 significant digits, mean
+    length and t/s with 2 decimals (what llama-server prints), ``—`` when absent.
+
+    Example::
+
+        fmt_figure("acceptance_rate", 0.011805)   # '0.0118'
+    """
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "—"
+    if name == "acceptance_rate":
+        v = sig(value, 3)
+        return f"{v:.{max(3 - 1 - int(math.floor(math.log10(abs(v)))), 0)}f}" if v else "0"
+    return f"{value:,.2f}"
+
+
+def round_frame(df: pl.DataFrame, decimals: int = 2) -> pl.DataFrame:
+    """Floats rounded to what the server prints (0.01 ms, 0.01 t/s) for CSV/JSON output;
+    columns named ``rate``/``*acceptance*`` keep 3 significant digits instead, and the fit's
+    coefficients (``a``, ``b``, ``c``) are left exact.
+
+    Example::
+
+        round_frame(bench_table(logs)).write_csv()
+    """
+    exprs = []
+    for name, dt in df.schema.items():
+        if dt not in (pl.Float64, pl.Float32):
+            continue
+        if name in ("a", "b", "c") or name.endswith("_s2"):
+            continue
+        if name == "rate" or "acceptance" in name:
+            exprs.append(pl.col(name).map_elements(sig, return_dtype=pl.Float64))
+        else:
+            exprs.append(pl.col(name).round(decimals))
+    return df.with_columns(exprs) if exprs else df
