@@ -1,0 +1,100 @@
+"""GPU telemetry beside a server log: ``gpu_samples`` and energy per request (docs/energy.md).
+
+Telemetry files are given among the log inputs; :func:`split_inputs` tells them apart by their
+first lines (``nvidia-smi --query-gpu ... --format=csv`` or ``nvidia-smi dmon`` output), so the
+server-log reader never sees them.
+
+    >>> from logscope.telemetry import read_with_telemetry
+    >>> d = "fixtures/telemetry/h200/generated-gpu-pressure-np4-ctxshift"
+    >>> logs = read_with_telemetry([d + ".log", d + ".smi.csv"])
+    >>> logs["gpu_samples"].height, logs["energy_runs"]["clock_offset_source"].item()
+    (253, 'estimated')
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+
+from .energy import ENERGY_COLUMNS, ClockError, attach, share_energy, stretches
+from .nvidia import (
+    DMON,
+    QUERY,
+    QUERY_NOHEADER,
+    SCHEMA,
+    TelemetryError,
+    parse_text,
+    read_head,
+    sniff,
+)
+
+
+def kind_of(path: str) -> str | None:
+    """The telemetry format of a file (``nvidia-smi-query``, ``nvidia-smi-query-noheader``,
+    ``nvidia-smi-dmon``) or None (a server log, stdin, a missing file)."""
+    if path == "-":
+        return None
+    return sniff(read_head(path))
+
+
+def split_inputs(paths: list[str] | tuple[str, ...] | str) -> tuple[list[str], list[str]]:
+    """(server logs, telemetry files) among inputs (globs expanded; order kept).
+
+    Example: ``split_inputs(["server.log", "gpu.csv"]) == (["server.log"], ["gpu.csv"])``
+    """
+    from .. import sources
+
+    if isinstance(paths, str):
+        paths = [paths]
+    logs, tele = [], []
+    for p in sources.expand(list(paths)):
+        (tele if kind_of(p) is not None else logs).append(p)
+    return logs, tele
+
+
+def read_samples(paths: list[str] | tuple[str, ...] | str, *,
+                 fields: list[str] | None = None) -> pl.DataFrame:
+    """The ``gpu_samples`` frame of telemetry files (one row per GPU per sample, by GPU and ts).
+
+    ``fields`` is the ``--query-gpu`` list of a ``--format=csv,noheader`` file. Raises
+    ``TelemetryError`` (a file that is not telemetry, or cannot be joined) and
+    ``sources.InputError`` (unreadable).
+
+    Example: ``read_samples(["gpu.csv"])["power_w"].mean()``
+    """
+    from .. import sources
+
+    if isinstance(paths, str):
+        paths = [paths]
+    frames = []
+    for p in sources.expand(list(paths)):
+        src = sources.load(p)
+        frames.append(parse_text(src.text, p, fields=fields, mtime=src.mtime))
+    if not frames:
+        return pl.DataFrame(schema=SCHEMA)
+    return pl.concat(frames).sort("gpu", "ts", "file", "line", nulls_last=True)
+
+
+def read_with_telemetry(paths: list[str] | tuple[str, ...] | str, engine: str = "auto", *,
+                        telemetry: list[str] | None = None, fields: list[str] | None = None,
+                        start_time: float | None = None, gpus: list[int] | None = None,
+                        net_of_idle: bool = False) -> Any:
+    """``logscope.read`` of the server logs among ``paths``, joined to the telemetry files among
+    them (and in ``telemetry``): tables ``gpu_samples``, ``energy_runs`` and the requests'
+    energy columns (null without telemetry).
+
+    Example: ``read_with_telemetry(["server.log", "gpu.csv"])["requests"]["energy_j"]``
+    """
+    from ..ingest import read
+
+    logs_paths, tele = split_inputs(paths)
+    tele += list(telemetry or [])
+    logs = read(logs_paths, engine=engine)
+    samples = read_samples(tele, fields=fields) if tele else None
+    return attach(logs, samples, start_time=start_time, gpus=gpus, net_of_idle=net_of_idle)
+
+
+__all__ = ["read_with_telemetry", "read_samples", "split_inputs", "kind_of", "attach",
+           "share_energy", "stretches", "ENERGY_COLUMNS", "SCHEMA", "ClockError",
+           "TelemetryError", "QUERY", "QUERY_NOHEADER", "DMON"]
