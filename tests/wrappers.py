@@ -83,6 +83,8 @@ _ZONES: list[tuple[int, str]] = [(0, "UTC"), (60, "CET"), (120, "CEST"), (-300, 
                                  (-420, "PDT"), (330, "IST"), (480, "CST"), (540, "JST")]
 
 
+# colour codes, raw or as pasted (ESC shown as ^[ or ESC, or lost)
+_ANSI_ANY = re.compile(r"(?:\x1b|\^\[|ESC)?\[[0-9;]*m")
 _INNER_ABS = re.compile(r"(\d{4})-(\d\d)-(\d\d)[ T](\d\d):(\d\d):(\d\d)(?:[.,](\d{1,6}))?")
 _INNER_MD = re.compile(r"\b(?:INFO|WARNING|ERROR|DEBUG|CRITICAL) (\d\d)-(\d\d) "
                        r"(\d\d):(\d\d):(\d\d)\b")
@@ -122,7 +124,7 @@ class _Clock:
         return int(dt.timestamp()) * 10**9 + us * 1000
 
     def _inner(self, line: str) -> int | None:
-        head = line[:120]
+        head = _ANSI_ANY.sub("", line[:160])[:120]
         if m := _INNER_REL.search(head):
             mins, secs, ms, us = (int(g) for g in m.groups())
             rel = ((mins * 60 + secs) * 10**6 + ms * 1000 + us) * 1000
@@ -233,6 +235,31 @@ _MODELS = ["Qwen3-30B-A3B-Q4_K_M.gguf", "gemma-3-27b-it-Q5_K_S.gguf",
            "Llama-3.3-70B-Instruct-Q3_K_L.gguf"]
 _HOSTS = ["gpu-box", "tower", "ml01", "rig-3090", "nuc", "homelab", "dgx-a7", "srv-ai"]
 
+_ENGINE_WORDS = (("sglang", ("sglang", "Prefill batch", "Decode batch", "TP0]", "new fill batch")),
+                 ("vllm", ("vllm", "vLLM", "Avg prompt throughput", "llm_engine.py")),
+                 ("llama", ("llama", "print_timing", "slot ", "ggml_")))
+
+
+def _engine(lines: list[str]) -> str:
+    """Which server the lines look like (to name services and units plausibly)."""
+    head = "\n".join(lines[:400])
+    counts = {e: sum(head.count(w) for w in words) for e, words in _ENGINE_WORDS}
+    best = max(counts, key=counts.__getitem__)
+    return best if counts[best] else "llm"
+
+
+_NAMES = {  # unit / service / container names per engine
+    "llama": ["llama-server", "llama-server@qwen", "llama", "llama-cpp"],
+    "vllm": ["vllm", "vllm-openai", "vllm@qwen", "vllm-serve"],
+    "sglang": ["sglang", "sglang-server", "sglang@dsv3"],
+    "llm": ["inference", "llm", "python3", "start.sh"],
+}
+
+
+def _unit_name(lines: list[str], rng: random.Random) -> str:
+    return rng.choice(_NAMES[_engine(lines)] + ["python3", "start.sh", "docker"])
+
+
 # lines of a wrapper's own app: benign (no figure anchor), so an inserted line is never "drift"
 _APP_MESSAGES = [
     "Checking server health", "Health check OK", "Polling /health", "UI state saved",
@@ -328,8 +355,6 @@ _MONTHS = {
 # months whose abbreviation differs from English, per locale (the ones a parser can trip on)
 _ODD_MONTHS = {"de": [3, 5, 10, 12], "es": [1, 4, 8, 12], "it": [1, 5, 6, 8, 12],
                "fr": [2, 7, 8, 12], "nl": [3, 5, 10], "pt": [2, 5, 9, 10, 12]}
-_IDENTS = ["llama-server", "llama-server@qwen", "vllm", "sglang", "python3", "start.sh",
-           "docker", "ollama"]
 _WEEKDAYS = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"]
 
 
@@ -339,7 +364,7 @@ def _journal(lines: list[str], rng: random.Random, stamp: Callable[[_Clock], str
     # a localised journal keeps its own (odd-month) clock instead of following the server's
     c = _Clock(rng, months=months, follow=months is None)
     host = rng.choice(_HOSTS) if host is None else host
-    ident = ident or rng.choice(_IDENTS)
+    ident = ident or _unit_name(lines, rng)
     pid = rng.randint(300, 99999)
     sep = " " if host else ""
     out = []
@@ -441,7 +466,7 @@ def journald_short_monotonic(lines: list[str], rng: random.Random) -> list[str]:
     """
     c = _Clock(rng)
     start = c.ns // 1000 - rng.randint(30, 900000) * 10**6  # boot time, in microseconds
-    host, ident, pid = rng.choice(_HOSTS), rng.choice(_IDENTS), rng.randint(300, 99999)
+    host, ident, pid = rng.choice(_HOSTS), _unit_name(lines, rng), rng.randint(300, 99999)
     out = []
     for ln in lines:
         c.tick(ln)
@@ -478,7 +503,7 @@ def syslog_rfc5424(lines: list[str], rng: random.Random) -> list[str]:
     ``<14>1 2026-01-02T03:04:05.123456+00:00 gpu-box llama-server 1351 - - 0.43.150.974 I ...``
     """
     c = _Clock(rng)
-    host, app, pid = rng.choice(_HOSTS), rng.choice(_IDENTS), rng.randint(300, 99999)
+    host, app, pid = rng.choice(_HOSTS), _unit_name(lines, rng), rng.randint(300, 99999)
     sd = rng.choice(["-", '[meta sequenceId="1"]'])
     out = []
     for i, ln in enumerate(lines):
@@ -730,6 +755,9 @@ def ansi_level(lines: list[str], rng: random.Random) -> list[str]:
         if m:
             code = _ANSI_LEVEL[m.group(1)]
             out.append(f"{ln[:m.start()]}\x1b[{code}m{m.group(1)}\x1b[0m{ln[m.end():]}")
+        elif ln.startswith("[") and "] " in ln[:80]:
+            end = ln.index("] ") + 1
+            out.append(f"\x1b[90m{ln[:end]}\x1b[0m{ln[end:]}")
         elif ln:
             head, sep, rest = ln.partition(" ")
             out.append(f"\x1b[90m{head}\x1b[0m{sep}{rest}")
@@ -758,7 +786,7 @@ _RAY_ACTORS = ["RayWorkerWrapper", "WorkerDict", "LLMServer", "RolloutWorker",
 def ray_actor(lines: list[str], rng: random.Random) -> list[str]:
     """Ray actor prefix: ``(Actor pid=N) `` or ``(Actor pid=N, ip=10.x.x.x) ``.
 
-    ``(SGLangEngine pid=41820) [2026-03-22 13:53:37 TP0] Decode batch, ...``
+    ``(WorkerDict pid=41820, ip=10.0.3.7) [2026-03-22 13:53:37 TP0] Decode batch, ...``
     """
     actor = rng.choice(_RAY_ACTORS)
     pid = rng.randint(1000, 99999)
@@ -972,8 +1000,10 @@ def docker_json(lines: list[str], rng: random.Random) -> list[str]:
     return out
 
 
-_SERVICES = ["llama-1", "llm-server", "vllm-qwen", "sglang-1", "worker-2", "inference",
-             "localai-api-1", "backend-llm-1"]
+_SERVICES = {"llama": ["llama-1", "llama-server-1", "llm-server", "localai-api-1"],
+             "vllm": ["vllm-qwen", "vllm-1", "llm-server", "worker-2"],
+             "sglang": ["sglang-1", "sglang-router-worker-1", "llm-server", "worker-2"],
+             "llm": ["inference", "backend-llm-1", "llm-server"]}
 _OTHER_SERVICES = {
     "redis-1": "1:M * DB saved on disk",
     "nginx-1": '10.0.0.1 - - "GET /healthz HTTP/1.1" 200 2 "-" "kube-probe/1.31"',
@@ -989,7 +1019,7 @@ def docker_compose(lines: list[str], rng: random.Random) -> list[str]:
 
     ``vllm-qwen  | INFO 10-02 09:14:13 metrics.py:351] Avg prompt throughput: ...``
     """
-    name = rng.choice(_SERVICES)
+    name = rng.choice(_SERVICES[_engine(lines)])
     others = rng.sample(sorted(_OTHER_SERVICES), rng.randint(0, 2))
     width = max(len(n) for n in [name, *others])
     marked = _interleave(["\0" + ln for ln in lines], rng,
@@ -1025,7 +1055,7 @@ def loki_logcli(lines: list[str], rng: random.Random) -> list[str]:
     ``2026-01-02T03:04:05Z {app="vllm", pod="vllm-0"} INFO 01-02 03:04:05 [loggers.py:118] ...``
     """
     c = _Clock(rng, zone=(0, "UTC"))
-    app = rng.choice(["vllm", "sglang", "llama-server"])
+    app = _NAMES[_engine(lines)][0]
     labels = f'{{app="{app}", namespace="inference", pod="{app}-{rng.randint(0, 3)}"}}'
     out = []
     for ln in lines:
@@ -1043,7 +1073,7 @@ def fluentbit_json(lines: list[str], rng: random.Random) -> list[str]:
     """
     c = _Clock(rng)
     stream = rng.choice(["stderr", "stdout"])
-    pod = rng.choice(["sglang-0", "vllm-7f9c", "llama-1"])
+    pod = f"{_NAMES[_engine(lines)][0]}-{rng.randint(0, 3)}"
     out = []
     for ln in lines:
         c.tick(ln)
@@ -1058,7 +1088,7 @@ def compose_color(lines: list[str], rng: random.Random) -> list[str]:
 
     ``\\x1b[36mllama-1  |\\x1b[0m 0.43.150.974 I slot print_timing: ...``
     """
-    name = rng.choice(_SERVICES)
+    name = rng.choice(_SERVICES[_engine(lines)])
     colour = rng.choice(["36", "33", "32", "35", "1;34"])
     return [f"\x1b[{colour}m{name}  |\x1b[0m {ln}" for ln in lines]
 
@@ -1069,7 +1099,7 @@ def stern(lines: list[str], rng: random.Random) -> list[str]:
 
     ``vllm-7c9d8f6b5-x2k4q vllm INFO 01-02 03:04:05 [loggers.py:118] Engine 000: ...``
     """
-    base = rng.choice(["vllm", "sglang", "llama-server"])
+    base = _NAMES[_engine(lines)][0]
     suffix = "".join(rng.choice("bcdfghjklmnpqrstvwxz2456789") for _ in range(5))
     pod = f"{base}-{rng.randint(5, 9)}{rng.choice('abcdef')}9d8f6b5-{suffix}"
     return [f"{pod} {base} {ln}" for ln in lines]
@@ -1111,7 +1141,7 @@ def pm2(lines: list[str], rng: random.Random) -> list[str]:
     ``0|llama    | 2026-01-02T03:04:05: 0.43.150.974 I slot print_timing: ...``
     """
     c = _Clock(rng)
-    name = rng.choice(["llama", "vllm", "sglang", "llm"])
+    name = _NAMES[_engine(lines)][0].split("-")[0]
     pid = rng.randint(0, 5)
     return [f"{pid}|{name:<8} | {c.tick(ln):%Y-%m-%dT%H:%M:%S}: {ln}" for ln in lines]
 
@@ -1381,7 +1411,6 @@ REWRITERS: dict[str, Wrapper] = {"sglang_header_pylog": sglang_header_pylog,
 
 # ------------------------------------------------------------------------------------ checking
 
-_ANSI_ANY = re.compile(r"(?:\x1b|\^\[|ESC)?\[[0-9;]*m")
 
 
 def check_wrapper(name: str, lines: list[str], seed: int = 0) -> list[str]:
