@@ -25,6 +25,7 @@ import polars as pl
 from logscope.analysis._util import EXACT, label_of
 from logscope.analysis.metrics import MIN_PREFILL_TOKENS, measured_requests
 from logscope.analysis.report import bench_table, headline
+from logscope.telemetry.report import energy_metrics
 
 
 def _n(n: int | None, shared: int | None = None) -> str | None:
@@ -55,6 +56,7 @@ def _metrics(logs, at) -> dict[str, tuple[float | None, str | None]]:
     p = h["pressure"]
     m["retracts"] = (float(p["retracted"]), None)
     m["preemptions"] = (float(p["preempted"]), None)
+    m.update(energy_metrics(h.get("energy")))  # GPU telemetry given (docs/energy.md)
     return m
 
 

@@ -61,6 +61,7 @@ from logscope.analysis.metrics import (
 )
 from logscope.analysis.prefill import PREDICT_AT, fit_prefill, prefill_curve, slot_context
 from logscope.analysis.pressure import pressure_summary
+from logscope.telemetry.report import energy_headline, energy_lines
 
 BENCH_SCHEMA = {"label": pl.String, "test": pl.String, "kind": pl.String,
                 "tokens_bucket": pl.Int64, "depth_bucket": pl.Int64, "tps_mean": pl.Float64,
@@ -306,7 +307,8 @@ def headline(logs, at: tuple[int, ...] | list[int] | None = None) -> dict:
         "active": g["active"], "mean_tps": g["value"], "peak_tps": g["peak"],
         "exactness": g["exactness"], "n": g["n"], "seconds": g["seconds"]}
     return {"prefill_fit": fit, "prefill_points": pts.height, "decode": dec,
-            "acceptance": acc, "aggregate": agg_d, "pressure": pressure_summary(logs)}
+            "acceptance": acc, "aggregate": agg_d, "pressure": pressure_summary(logs),
+            "energy": energy_headline(logs)}
 
 
 def build_report(logs_list: list, labels: list[str] | None = None,
@@ -480,6 +482,7 @@ def render(rep: dict, fmt: str = "md") -> str:
                      f"- pressure: events {p['events'] or 'none'}"
                      + (f", KV usage max {_fmt(p['kv_usage_max'])}" if p['kv_usage_max'] else "")
                      + (f", queue max {p['queued_max']}" if p['queued_max'] is not None else ""))
+        lines += energy_lines(h.get("energy"))  # GPU telemetry given (docs/energy.md)
         tb = rep["time_budget"].filter(pl.col("label") == name)
         if tb.height:
             tot = tb.group_by("state").agg(pl.col("seconds").sum())

@@ -36,7 +36,8 @@ def read_each(paths: tuple[str, ...], engine: str = "auto") -> list:
             what = "llama-server, SGLang or vLLM" if engine == "auto" else engine
             raise click.ClickException(
                 f"no {what} lines in {p}; is this a server log?") from e
-    return out
+    from ._telemetry import attach_each  # GPU telemetry given with the logs (docs/energy.md)
+    return attach_each(out)
 
 
 def labels_for(paths: tuple[str, ...], labels: tuple[str, ...]) -> list[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from ._common import check_output, engine_option, labels_for, no_data, read_each, save
+from ._telemetry import telemetry_options
 
 
 @click.command()
@@ -12,6 +13,7 @@ from ._common import check_output, engine_option, labels_for, no_data, read_each
 @click.option("-o", "--output", required=True, help="Output file: .png, .svg or .pdf.")
 @click.option("--label", default=None, help="Title (default: the file name).")
 @engine_option
+@telemetry_options
 def card(log, output, label, engine):
     """The configuration as the log tells it, prefill at 4k..128k, decode, acceptance, pressure.
 

@@ -7,6 +7,7 @@ import json
 import click
 
 from ._common import check_output, engine_option, labels_for, no_data, read_each, save
+from ._telemetry import split_telemetry, telemetry_options
 
 
 @click.command()
@@ -21,6 +22,7 @@ from ._common import check_output, engine_option, labels_for, no_data, read_each
               help="Also overlay the prefill curves and decode-vs-depth of all LOGs into this "
                    ".png/.svg/.pdf.")
 @engine_option
+@telemetry_options
 def compare(logs, labels, fmt, strict, plot_file, engine):
     """Compare A B [...]: metrics side by side; Δ and % are relative to the first LOG.
 
@@ -34,6 +36,7 @@ def compare(logs, labels, fmt, strict, plot_file, engine):
     from ..analysis.compare import compare_metrics, workload_differences
     from ..analysis.metrics import fmt_figure, round_frame
 
+    logs = split_telemetry(logs)  # GPU telemetry among the LOGs (docs/energy.md)
     if len(logs) < 2:
         raise click.UsageError("compare needs at least two LOGs")
     if plot_file:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from ._common import check_output, engine_option, labels_for, no_data, read_each, save
+from ._telemetry import split_telemetry, telemetry_options
 
 _opts = [
     click.argument("logs", nargs=-1, required=True),
@@ -12,6 +13,7 @@ _opts = [
     click.option("--label", "labels", multiple=True,
                  help="Series name, once per LOG in order (default: the file name)."),
     engine_option,
+    telemetry_options,
 ]
 
 
@@ -31,6 +33,7 @@ def plot() -> None:
 
 def _run(fn, logs, output, labels, engine="auto"):
     check_output(output)
+    logs = split_telemetry(logs)  # GPU telemetry among the LOGs (docs/energy.md)
     names = labels_for(logs, labels)
     frames = read_each(logs, engine)
     save(no_data(fn, frames, names), output)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from ._common import engine_option, labels_for, read_each
+from ._telemetry import split_telemetry, telemetry_options
 
 
 def _depths(value: str | None) -> tuple[int, ...] | None:
@@ -32,6 +33,7 @@ def _depths(value: str | None) -> tuple[int, ...] | None:
               help="Depths to predict prefill t/s at, comma-separated (4096,49152 or 4k,48k); "
                    "predictions only inside the measured depths (×1.25) and the slot's context.")
 @engine_option
+@telemetry_options
 def report(logs, fmt, labels, at, engine):
     """A table a forum user can paste: prefill by depth, pp/tg t/s, measured from the log.
 
@@ -47,6 +49,7 @@ def report(logs, fmt, labels, at, engine):
     from ..analysis.report import build_report, has_figures, render
 
     depths = _depths(at)
+    logs = split_telemetry(logs)  # GPU telemetry among the LOGs (docs/energy.md)
     names = labels_for(logs, labels)
     frames = read_each(logs, engine)
     rep = build_report(frames, names, at=depths)

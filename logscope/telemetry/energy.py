@@ -469,21 +469,22 @@ def _union_length(t0: np.ndarray, t1: np.ndarray, window: tuple[float, float]) -
 
 def _idle_power(st: pl.DataFrame, power: Power, offset: float,
                 window: tuple[float, float]) -> float | None:
-    """Median summed power of the samples in the run with no request active, from the first
-    request's launch on (the model is loaded); else of every idle sample of the run."""
+    """Median summed power of the run's samples with no request active in the second before
+    them (power.draw averages the last second), from the first request's launch on (the model
+    is loaded); else of every such sample of the run; None without one."""
     s = power.samples.select(pl.col("ts").dt.epoch("us").cast(pl.Float64) / 1e6).to_series()
     t = np.unique(s.to_numpy())
     t = t[(t >= window[0]) & (t <= window[1])]
-    if len(t) == 0:
+    if len(t) == 0 or st.height == 0:
         return None
     a = st["t0"].to_numpy() + offset
     b = st["t1"].to_numpy() + offset
     order = np.argsort(a)
     a, b = a[order], np.maximum.accumulate(b[order])
-    k = np.searchsorted(a, t, side="right") - 1
-    active = (k >= 0) & (b[np.maximum(k, 0)] >= t)
+    k = np.searchsorted(a, t, side="right") - 1  # the last stretch started by t
+    active = (k >= 0) & (b[np.maximum(k, 0)] >= t - POWER_WINDOW_S)
     idle = t[~active]
-    loaded = idle[idle >= a.min()] if len(a) else idle
+    loaded = idle[idle >= a.min()]
     pick = loaded if len(loaded) else idle
     if len(pick) == 0:
         return None

@@ -1,0 +1,140 @@
+"""Energy figures for ``report``, ``compare`` and ``card`` (an ingest joined to telemetry by
+:func:`logscope.telemetry.attach`). Definitions: docs/energy.md.
+
+    >>> from logscope.telemetry import read_with_telemetry
+    >>> d = "fixtures/telemetry/h200/generated-gpu-colors-tty"
+    >>> e = energy_headline(read_with_telemetry([d + ".log", d + ".smi.csv"]))
+    >>> e["clock_offset_source"], abs(e["requests_j"] + e["idle_j"] - e["total_j"]) < 1e-6
+    ('estimated', True)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+
+
+def _runs(logs) -> pl.DataFrame | None:
+    runs = logs.tables.get("energy_runs")
+    return runs if runs is not None and runs.height else None
+
+
+def energy_by_depth(logs) -> pl.DataFrame:
+    """Per depth bucket of the completed requests (context at the start of decoding, as the
+    depth profile buckets it): n, prefill and decode mJ per token, decode tokens per joule."""
+    from ..analysis.report import depth_bucket
+
+    schema = {"depth": pl.Int64, "n": pl.UInt32, "prefill_mj_per_token": pl.Float64,
+              "decode_mj_per_token": pl.Float64, "decode_tps_per_w": pl.Float64}
+    req = logs.tables.get("requests")
+    if req is None or "decode_energy_j" not in req.columns:
+        return pl.DataFrame(schema=schema)
+    r = req.filter(pl.col("decode_energy_j").is_not_null(), pl.col("gen_tokens") > 0)
+    if r.height == 0:
+        return pl.DataFrame(schema=schema)
+    depth = pl.col("cached_tokens").fill_null(0) + pl.col("prompt_tokens").fill_null(0)
+    r = r.with_columns(depth.map_elements(depth_bucket, return_dtype=pl.Int64).alias("depth"))
+    return r.group_by("depth").agg(
+        pl.len().cast(pl.UInt32).alias("n"),
+        (1e3 * pl.col("prefill_energy_j").sum() / pl.col("prompt_tokens").sum())
+        .alias("prefill_mj_per_token"),
+        (1e3 * pl.col("decode_energy_j").sum() / pl.col("gen_tokens").sum())
+        .alias("decode_mj_per_token"),
+        (pl.col("gen_tokens").sum() / pl.col("decode_energy_j").sum()).alias("decode_tps_per_w"),
+    ).sort("depth").cast(schema)
+
+
+def energy_headline(logs) -> dict[str, Any] | None:
+    """``headline[label].energy`` of the JSON report, or None without telemetry.
+
+    ``total_j`` (power integrated over the runs' time), ``idle_j`` (no request active, plus
+    the idle baseline with ``--net-of-idle``), ``requests_j`` (the requests' ``energy_j``
+    summed: ``requests_j + idle_j == total_j``), ``clock_offset_s`` (wall-clock time of the
+    log's zero: the first run's), ``clock_offset_source`` (log, given, estimated),
+    ``clock_fit_r`` / ``clock_fit_spread_s`` (estimated only), power and per-token figures.
+
+    Example: ``energy_headline(read_with_telemetry(["server.log", "gpu.csv"]))["total_j"]``
+    """
+    runs = _runs(logs)
+    if runs is None:
+        return None
+    req = logs.tables.get("requests")
+    requests_j = float(req["energy_j"].sum()) if req is not None else 0.0
+    first = runs.row(0, named=True)
+    tot = runs.select(pl.col("total_j", "idle_j", "prefill_j", "decode_j", "prompt_tokens",
+                             "gen_tokens", "covered_s").sum()).row(0, named=True)
+    ptok, gtok = tot["prompt_tokens"], tot["gen_tokens"]
+    return {
+        "total_j": tot["total_j"], "idle_j": tot["idle_j"], "requests_j": requests_j,
+        "prefill_j": tot["prefill_j"], "decode_j": tot["decode_j"],
+        "clock_offset_s": first["clock_offset_s"],
+        "clock_offset_source": first["clock_offset_source"],
+        "clock_fit_r": first["clock_fit_r"], "clock_fit_spread_s": first["clock_fit_spread_s"],
+        "gpus": first["gpus"], "runs": runs.height, "seconds": tot["covered_s"],
+        "net_of_idle": bool(first["net_of_idle"]),
+        "idle_w": first["idle_w"],
+        "mean_power_w": tot["total_j"] / tot["covered_s"] if tot["covered_s"] else None,
+        "busy_power_w": first["busy_power_w"] if runs.height == 1 else None,
+        "power_limit_w": first["power_limit_w"],
+        "prefill_mj_per_token": 1e3 * tot["prefill_j"] / ptok if ptok else None,
+        "decode_mj_per_token": 1e3 * tot["decode_j"] / gtok if gtok else None,
+        "decode_tps_per_w": gtok / tot["decode_j"] if tot["decode_j"] > 0 else None,
+        "by_depth": energy_by_depth(logs).to_dicts(),
+    }
+
+
+def _num(v: float | None, digits: int = 1) -> str:
+    return "—" if v is None else f"{v:,.{digits}f}"
+
+
+def energy_lines(e: dict[str, Any] | None) -> list[str]:
+    """The report's Markdown bullets for :func:`energy_headline` (none without telemetry)."""
+    if not e:
+        return []
+    clock = {"log": "the log's wall clock", "given": "--start-time",
+             "estimated": f"estimated from utilisation/power (fit r = {_num(e['clock_fit_r'], 2)}"
+                          f", ±{_num(e['clock_fit_spread_s'], 2)} s)"}[e["clock_offset_source"]]
+    out = [f"- energy: {_num(e['total_j'] / 1e3, 2)} kJ over {_num(e['seconds'])} s on GPU(s) "
+           f"{','.join(map(str, e['gpus']))} (mean {_num(e['mean_power_w'])} W, limit "
+           f"{_num(e['power_limit_w'], 0)} W): requests {_num(e['requests_j'] / 1e3, 2)} kJ, "
+           f"idle {_num(e['idle_j'] / 1e3, 2)} kJ (idle power {_num(e['idle_w'])} W"
+           + (", requests net of it" if e["net_of_idle"] else "") + f"); clock: {clock}",
+           f"- energy per token: prefill {_num(e['prefill_mj_per_token'])} mJ, decode "
+           f"{_num(e['decode_mj_per_token'])} mJ ({_num(e['decode_tps_per_w'], 2)} t/s per W)"]
+    if len(e["by_depth"]) > 1:
+        out.append("- energy by depth: " + "; ".join(
+            f"{_depth(b['depth'])} n={b['n']}: prefill {_num(b['prefill_mj_per_token'])} mJ/t, "
+            f"decode {_num(b['decode_mj_per_token'])} mJ/t" for b in e["by_depth"]))
+    return out
+
+
+def _depth(d: int | None) -> str:
+    if d is None:
+        return "?"
+    return f"d{d // 1024}k" if d >= 1024 else f"d{d}"
+
+
+def energy_metrics(e: dict[str, Any] | None) -> dict[str, tuple[float | None, str | None]]:
+    """Rows of ``logscope compare`` from :func:`energy_headline` (none without telemetry):
+    power limit, mean power, mJ per token, t/s per W, as (value, note)."""
+    if e is None:
+        return {}
+    busy = e["busy_power_w"]
+    return {"power limit W": (e["power_limit_w"], None),
+            "mean power W (requests in progress)": (busy, None),
+            "mean power W (whole run)": (e["mean_power_w"], None),
+            "prefill mJ/token": (e["prefill_mj_per_token"], None),
+            "decode mJ/token": (e["decode_mj_per_token"], None),
+            "decode t/s per W": (e["decode_tps_per_w"], None)}
+
+
+def card_line(logs) -> str | None:
+    """The card's one energy line, or None without telemetry."""
+    e = energy_headline(logs)
+    if e is None:
+        return None
+    return (f"energy: {_num(e['decode_mj_per_token'], 0)} mJ/token decode, "
+            f"{_num(e['prefill_mj_per_token'], 1)} mJ/token prefill, "
+            f"{_num(e['decode_tps_per_w'], 2)} t/s per W; mean {_num(e['busy_power_w'], 0)} W "
+            f"busy, {_num(e['idle_w'], 0)} W idle, limit {_num(e['power_limit_w'], 0)} W")
