@@ -573,6 +573,8 @@ def card(logs, label: str | None = None) -> Figure:
     if not p["message"]:
         hl.append(f"retracts {p['retracted']}, preemptions {p['preempted']}, other events "
                   f"{sum(v for k, v in p['events'].items() if k not in ('retract', 'preempt'))}")
+    from logscope.telemetry.report import card_lines
+    hl += card_lines(h.get("energy"))  # GPU telemetry given (docs/energy.md)
     ax_h.text(0, 1, "\n".join(hl), va="top", fontsize=9, family="monospace",
               transform=ax_h.transAxes)
     slots = [gs[0, 1:], gs[1, 1], gs[1, 2]]
@@ -597,5 +599,77 @@ def card(logs, label: str | None = None) -> Figure:
     return fig
 
 
+def plot_power(logs_list, labels=None) -> Figure:
+    """GPU power, SM clock and utilisation per GPU over the log's time, above the requests'
+    prefill and decode stretches (one row per slot), for logs joined to telemetry
+    (:func:`logscope.telemetry.attach`); time 0 = the log's zero placed by its clock offset."""
+    from logscope.telemetry.energy import stretches
+
+    logs_list, names = _as_list(logs_list, labels)
+    fig = Figure(figsize=(11, 8), dpi=100, layout="constrained")
+    ax_p, ax_c, ax_u, ax_r = fig.subplots(4, 1, sharex=True,
+                                          gridspec_kw={"height_ratios": [3, 2, 2, 2]})
+    drawn = 0
+    for i, (lg, name) in enumerate(zip(logs_list, names, strict=True)):
+        runs = lg.tables.get("energy_runs")
+        samples = lg.tables.get("gpu_samples")
+        if runs is None or runs.height == 0 or samples is None or samples.height == 0:
+            continue
+        run = runs.row(0, named=True)
+        off = run["clock_offset_s"]
+        s = samples.filter(pl.col("gpu").is_in(run["gpus"])).with_columns(
+            (pl.col("ts").dt.epoch("us").cast(pl.Float64) / 1e6 - off).alias("t"))
+        lo, hi = -5.0, run["window_s"] + 5.0
+        s = s.filter(pl.col("t").is_between(lo, hi))
+        for j, ((gpu,), g) in enumerate(s.sort("t").group_by(["gpu"], maintain_order=True)):
+            c = COLORS[(i + j) % len(COLORS)]
+            tag = f"{name} GPU {gpu}"
+            for ax, col, gid in ((ax_p, "power_w", "power"), (ax_c, "sm_clock_mhz", "sm_clock"),
+                                 (ax_u, "util_gpu_pct", "util")):
+                q = g.drop_nulls(col)
+                if q.height:
+                    (ln,) = ax.plot(q["t"].to_numpy(), q[col].to_numpy(), color=c, lw=1,
+                                    label=tag)
+                    ln.set_gid(f"{name}|gpu{gpu}|{gid}")
+                    drawn += q.height
+            if g["power_limit_w"].drop_nulls().len():
+                ax_p.axhline(float(g["power_limit_w"].drop_nulls().median()), color=c, ls=":",
+                             lw=1, label=f"{tag} power limit")
+        if run["idle_w"] is not None:
+            ax_p.axhline(run["idle_w"], color="grey", ls="--", lw=1,
+                         label=f"{name}: idle {run['idle_w']:.0f} W")
+        req = lg.tables.get("requests")
+        if req is not None and req.height:
+            st = stretches(req).filter(pl.col("file") == run["file"], pl.col("run") == run["run"],
+                                       pl.col("t1") > pl.col("t0"))
+            colors = {"prefill": COLORS[1], "decode": COLORS[0], "active": COLORS[4],
+                      "wait": "lightgrey"}
+            for (phase, slot), g in st.sort("phase", "slot").group_by(["phase", "slot"],
+                                                                      maintain_order=True):
+                y = (slot if slot is not None else 0) - 0.4
+                spans = list(zip(g["t0"].to_list(), (g["t1"] - g["t0"]).to_list(), strict=True))
+                bars = ax_r.broken_barh(spans, (y, 0.8), color=colors.get(phase, "grey"))
+                bars.set_gid(f"{name}|{phase}|slot{slot}")
+            for phase in st["phase"].unique(maintain_order=True).to_list():
+                ax_r.plot([], [], color=colors.get(phase, "grey"), lw=6, label=phase)
+        src = run["clock_offset_source"]
+        ax_p.set_title(f"GPU power (summed energy shared among requests: docs/energy.md); "
+                       f"clock: {src}", fontsize=10)
+    if drawn == 0:
+        raise NoData(f"no GPU telemetry joined to {_files(logs_list)}: give the nvidia-smi "
+                     "CSV or dmon file with the log")
+    ax_p.set_ylabel("power (W)")
+    ax_c.set_ylabel("SM clock (MHz)")
+    ax_u.set_ylabel("utilisation (%)")
+    ax_u.set_ylim(0, 105)
+    ax_r.set_ylabel("slot")
+    ax_r.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax_r.set_xlabel("time since the log's zero (s)")
+    ax_r.set_title("Requests: prefill, decode (and waiting in the slot)", fontsize=10)
+    for ax in (ax_p, ax_c, ax_u, ax_r):
+        _finish(ax)
+    return fig
+
+
 __all__ = ["plot_prefill_curve", "plot_compare", "plot_decode", "plot_acceptance",
-           "plot_pressure", "card"]
+           "plot_pressure", "plot_power", "card"]

@@ -83,3 +83,15 @@ def pressure_cmd(logs, output, labels, engine):
     """
     from ..plots import plot_pressure
     _run(plot_pressure, logs, output, labels, engine)
+
+
+@plot.command("power")
+@_common
+def power_cmd(logs, output, labels, engine):
+    """GPU power, SM clock and utilisation per GPU over time, above the requests' prefill and
+    decode stretches; give the nvidia-smi telemetry with the log (docs/energy.md).
+
+    Example: logscope plot power server.log gpu.csv -o power.png
+    """
+    from ..plots import plot_power
+    _run(plot_power, logs, output, labels, engine)

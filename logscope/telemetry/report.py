@@ -129,12 +129,11 @@ def energy_metrics(e: dict[str, Any] | None) -> dict[str, tuple[float | None, st
             "decode t/s per W": (e["decode_tps_per_w"], None)}
 
 
-def card_line(logs) -> str | None:
-    """The card's one energy line, or None without telemetry."""
-    e = energy_headline(logs)
-    if e is None:
-        return None
-    return (f"energy: {_num(e['decode_mj_per_token'], 0)} mJ/token decode, "
-            f"{_num(e['prefill_mj_per_token'], 1)} mJ/token prefill, "
-            f"{_num(e['decode_tps_per_w'], 2)} t/s per W; mean {_num(e['busy_power_w'], 0)} W "
-            f"busy, {_num(e['idle_w'], 0)} W idle, limit {_num(e['power_limit_w'], 0)} W")
+def card_lines(e: dict[str, Any] | None) -> list[str]:
+    """The card's energy line (two short lines of text), none without telemetry."""
+    if not e:
+        return []
+    return [f"energy: decode {_num(e['decode_mj_per_token'], 0)} mJ/t, prefill "
+            f"{_num(e['prefill_mj_per_token'], 1)} mJ/t, {_num(e['decode_tps_per_w'], 2)} t/s/W",
+            f"  {_num(e['busy_power_w'], 0)} W busy, {_num(e['idle_w'], 0)} W idle, limit "
+            f"{_num(e['power_limit_w'], 0)} W (clock {e['clock_offset_source']})"]
