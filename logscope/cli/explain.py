@@ -90,8 +90,21 @@ def explain(location: str, engine: str, as_json: bool) -> None:
         click.echo(f"Error: Invalid value for LOG:LINE: {e}", err=True)
         sys.exit(2)
     try:
-        r = catalog_explain(path, line_no, engine=engine)
+        r = _telemetry_explain(path, line_no) or catalog_explain(path, line_no, engine=engine)
     except InputError as e:
         click.echo(f"Error: {e}", err=True)
         sys.exit(e.exit_code)
     click.echo(json.dumps(r, default=str, ensure_ascii=False) if as_json else render(r))
+
+
+def _telemetry_explain(path: str, line_no: int) -> dict[str, Any] | None:
+    """A line of an nvidia-smi telemetry file, read by grammars/nvidia_smi.lark (or None)."""
+    from ..catalog import _line_of
+    from ..sources import load
+    from ..telemetry import kind_of
+    from ..telemetry.nvidia import explain_line
+
+    if kind_of(path) is None:
+        return None
+    src = load(path)
+    return explain_line(path, _line_of(src, line_no), line_no, whole=src.text)

@@ -36,10 +36,14 @@ def _json_default(o):  # noqa: ANN001, ANN202
               help="Also emit known ignored lines (kind ignored) and lines of no engine (other).")
 @click.option("--vanish-timeout", type=float, default=60.0, show_default=True,
               help="Seconds a vanished file is waited for before giving up (inf: for ever).")
+@click.option("--telemetry", "telemetry", default=None, type=click.Path(dir_okay=False),
+              help="An nvidia-smi --query-gpu CSV or dmon file being written beside the log: "
+                   "/metrics (--serve) gains GPU power and energy by phase (docs/energy.md).")
 @click.option("--poll", "poll", is_flag=True,
               help="Do not use inotify (watchfiles); poll the file with stat.")
 def follow(path: str, start: str, state: str | None, jsonl: bool, serve: str | None,
-           engine: str, include_ignored: bool, vanish_timeout: float, poll: bool) -> None:
+           engine: str, include_ignored: bool, vanish_timeout: float, poll: bool,
+           telemetry: str | None = None) -> None:
     """Follow a live server log like tail -F (rotation, truncation, re-creation) and print
     its events as they are written.
 
@@ -66,6 +70,13 @@ def follow(path: str, start: str, state: str | None, jsonl: bool, serve: str | N
             sys.exit(e.exit_code)
         shown = f"[{host}]" if ":" in host else host
         click.echo(f"serving metrics on http://{shown}:{server.server_port}/metrics", err=True)
+    power = None
+    if telemetry:  # GPU telemetry tailed beside the log (docs/energy.md)
+        from ..telemetry.live import LivePower
+
+        power = LivePower(telemetry, metrics.registry if metrics is not None else None,
+                          from_start=start == "start").start()
+
     def stdout_closed() -> None:
         """Idle: has the reader of our stdout gone away (| head)? Then stop, state saved."""
         try:
@@ -111,6 +122,8 @@ def follow(path: str, start: str, state: str | None, jsonl: bool, serve: str | N
         for ev in stream:
             if metrics is not None:
                 metrics.observe(ev)
+            if power is not None:
+                power.observe(ev)
             if jsonl:
                 out.write(json.dumps(ev, default=_json_default) + "\n")
                 out.flush()

@@ -11,8 +11,9 @@ from .ingest import OneLineErrors
 
 
 @click.command(cls=OneLineErrors)
-@click.option("--engine", type=click.Choice(["auto", *ENGINES]), default="auto", show_default=True,
-              help="Only this server's formats (auto = all).")
+@click.option("--engine", type=click.Choice(["auto", *ENGINES, "nvidia-smi"]), default="auto",
+              show_default=True,
+              help="Only this server's (or telemetry tool's) formats (auto = all).")
 @click.option("--kind", default=None, help="Only this event kind (e.g. prompt_eval, ignored).")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per format, one per line.")
 def formats(engine: str, kind: str | None, as_json: bool) -> None:
@@ -26,8 +27,14 @@ def formats(engine: str, kind: str | None, as_json: bool) -> None:
     import polars as pl
 
     from ..catalog import formats as catalog_formats
+    from ..telemetry.nvidia import GRAMMAR
+    from ..telemetry.nvidia import formats as telemetry_formats
 
-    df = catalog_formats(None if engine == "auto" else engine)
+    # GPU telemetry line formats (grammars/nvidia_smi.lark) are listed after the servers'
+    df = telemetry_formats() if engine == GRAMMAR else catalog_formats(
+        None if engine == "auto" else engine)
+    if engine == "auto":
+        df = pl.concat([df, telemetry_formats()])
     if kind:
         df = df.filter(pl.col("kind") == kind)
         if df.height == 0:

@@ -34,6 +34,10 @@ gauges (labels ``engine``, ``file``, ``slot``; ``slot`` is "" where the server h
   ``logscope_queue_requests``                  SGLang ``queue_req``, vLLM ``waiting_reqs``
   ``logscope_running_requests``                SGLang ``running_req``, vLLM ``running_reqs``
   ``logscope_last_event_timestamp_seconds``    wall clock of the last event read
+with ``follow --telemetry FILE`` (an nvidia-smi CSV or dmon file; docs/energy.md)
+  ``logscope_gpu_power_watts{gpu}``            last power.draw per GPU (gauge)
+  ``logscope_energy_joules_total{phase}``      GPU energy by what the server did when each
+                                               sample was read: prefill, decode, idle
 histograms (labels ``engine``, ``file``)
   ``logscope_prefill_seconds``                 llama-server prompt processing time per request
                                                (exact; TTFT's server-side part, no queueing)

@@ -277,8 +277,10 @@ def formats() -> pl.DataFrame:
     return pl.DataFrame(rows, schema=schema)
 
 
-def explain_line(path: str, text: str, line_no: int) -> dict[str, Any]:
-    """How one telemetry line was read: kind, variant, captured cells and lark's verdict, in the
+def explain_line(path: str, text: str, line_no: int, whole: str | None = None,
+                 query_fields: list[str] | None = None) -> dict[str, Any]:
+    """How one telemetry line was read: kind, variant, captured cells (and, given the ``whole``
+    file's text, the typed ``gpu_samples`` values of a sample line) and lark's verdict, in the
     shape of :func:`logscope.catalog.explain`."""
     g = grammar()
     out: dict[str, Any] = {"file": path, "line": line_no, "raw": text, "wrapper": {},
@@ -290,6 +292,15 @@ def explain_line(path: str, text: str, line_no: int) -> dict[str, Any]:
         doc = next(v.doc for v in g.variants if v.name == variant)
         out.update({"class": "event", "engine": GRAMMAR, "kind": kind, "variant": variant,
                     "format": doc, "fields": fields})
+        if whole is not None and kind in ("smi_row", "dmon_row"):
+            try:
+                row = parse_text(whole, path, fields=query_fields).filter(pl.col("line") == line_no)
+            except TelemetryError as e:
+                out["fields"] = {**fields, "error": str(e)}
+                return out
+            if row.height:
+                typed = row.drop("file", "line").row(0, named=True)
+                out["fields"] = {**fields, **{k: v for k, v in typed.items() if v is not None}}
         return out
     from lark.exceptions import UnexpectedInput
 
