@@ -39,6 +39,7 @@ class WrapperInfo:
     escapes: bool = False  # the server line is quoted / escaped in the wrapper's own syntax
     suffix: bool = False  # text stands after the server line (padding, "\r", "**", file:line)
     provenance: str = ""  # how well the shape is known: see PROVENANCE_LEVELS
+    layer: str = ""  # where it sits, inside out: "app", "container", "host", "paste"
 
     @property
     def doc(self) -> str:
@@ -1315,9 +1316,38 @@ _PROVENANCE = {
     "unix_bracket": "notes", "moreutils_ts": "tool", "ray_sglang_engine": "issue",
     "log_ui_pipe": "notes",
 }
+_CONTAINERS = {"docker_compose", "compose_color", "docker_json", "cri", "podman_ts",
+               "docker_desktop"}
+_HOSTS_LAYER = {"journald_short", "journald_odd_ident", "journald_de", "journald_es",
+                "journald_it", "journald_fr", "journald_nl", "journald_pt", "journald_short_iso",
+                "journald_short_precise", "journald_short_iso_precise", "journald_short_full",
+                "journald_short_monotonic", "journald_short_unix", "rsyslog_traditional",
+                "syslog_rfc5424", "syslog_rfc3164", "kubectl", "loki_logcli", "fluentbit_json",
+                "stern", "aws_logs_tail", "github_actions", "log_ui_pipe"}
+_PASTES = {"indent2", "indent_tab", "markdown_quote", "markdown_bold", "gutter_cat_n",
+           "gutter_editor", "gutter_less_n", "trailing_spaces_120", "trailing_spaces_200",
+           "tmux_capture", "crlf", "ansi_caret"}
 for _name, _info in list(CATALOGUE.items()):
+    _layer = ("container" if _name in _CONTAINERS else "host" if _name in _HOSTS_LAYER
+              else "paste" if _name in _PASTES else "app")
     CATALOGUE[_name] = WrapperInfo(_info.name, _info.fn, _info.source, _info.inserts,
-                                   _info.escapes, _info.suffix, _PROVENANCE[_name])
+                                   _info.escapes, _info.suffix, _PROVENANCE[_name], _layer)
+
+
+def random_stack(rng: random.Random) -> list[str]:
+    """A plausible stack of wrappers, innermost first: at most one of each layer (app, container,
+    host, paste), never empty; use as ``compose(random_stack(rng), lines, rng)``.
+
+    E.g. ``["ansi_level", "docker_compose", "kubectl"]`` or ``["ray_actor", "journald_de",
+    "gutter_cat_n"]``.
+    """
+    layers = ("app", "container", "host", "paste")
+    by_layer = {k: sorted(n for n, i in CATALOGUE.items() if i.layer == k) for k in layers}
+    odds = {"app": 0.6, "container": 0.4, "host": 0.6, "paste": 0.4}
+    while True:
+        stack = [rng.choice(by_layer[k]) for k in layers if rng.random() < odds[k]]
+        if stack:
+            return stack
 
 
 # -------------------------------------------------------------- paste damage and header rewrites
@@ -1450,5 +1480,8 @@ def check_wrapper(name: str, lines: list[str], seed: int = 0) -> list[str]:
     return raw
 
 
-__all__ = ["CATALOGUE", "DAMAGE", "REWRITERS", "WRAPPERS", "Wrapper", "WrapperInfo",
-           "check_wrapper", "compose"]
+__all__ = ["CATALOGUE", "DAMAGE", "PROVENANCE_LEVELS", "REWRITERS", "WRAPPERS", "Wrapper",
+           "WrapperInfo", "check_wrapper", "compose", "random_stack"]
+
+if any(not i.layer or not i.provenance for i in CATALOGUE.values()):  # registered too late
+    raise RuntimeError("a wrapper was registered after the provenance / layer table")
