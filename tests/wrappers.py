@@ -7,16 +7,25 @@ Rules every wrapper keeps (``check_wrapper`` verifies them):
 
 * every bare line appears exactly once in the output, whole (never split, never dropped), in the
   same order; it may be escaped (docker json-file, LocalAI ``line="..."``, Go slog ``msg="..."``)
-  when the wrapper's own syntax quotes it, and text may stand after it (padding, ``\\r``,
-  ``**``, a ``file.py:42`` column);
+  when the wrapper's own syntax quotes it, colour codes may be put around or inside it
+  (``ansi_*``), and text may stand after it (padding, ``\r``, ``**``, a ``file.py:42`` column);
 * a wrapper may insert lines of its own application (a launcher's ``[DEBUG]`` lines, another
   compose service); those carry no server message and no benchmark-figure anchor;
-* output is a function of ``(lines, rng)`` only: same Random state, same output.
+* output is a function of ``(lines, rng)`` only: same Random state, same output. Wrapper clocks
+  follow the server's own timestamps where a line prints one (and stay monotonic).
 
-:data:`CATALOGUE` holds the same functions with data about them (where the shape was seen, whether
-the wrapper inserts lines, escapes the server line, or appends text after it), and
-:func:`compose` applies several in a row (innermost first). No text was copied from the threads
-named in ``source``: every shape is rendered here with invented values.
+:data:`CATALOGUE` holds the same functions with data about them: ``source`` (where the shape was
+seen), ``provenance`` (how well it is known, :data:`PROVENANCE_LEVELS`), ``layer`` (``app``,
+``container``, ``host``, ``paste``, inside out), and the flags ``inserts`` (adds lines: the record
+count changes), ``escapes`` (the line is quoted in the wrapper's syntax) and ``suffix`` (text
+after the line). :func:`compose` applies several in a row (innermost first), :func:`random_stack`
+draws a plausible stack (one wrapper per layer at most). Write wrapped lines joined by ``"\n"``:
+the CRLF wrappers leave their ``"\r"`` at the end of each line.
+
+:data:`DAMAGE` (collapsed spaces, a block cut out of long lines) and :data:`REWRITERS` (SGLang
+under a user's logging config) change the server line itself, so they are not wrappers; the wild
+corpus (``bench/wild.py``) uses them. No text was copied from the threads named in ``source``:
+every shape is rendered here with invented values.
 """
 
 from __future__ import annotations
