@@ -837,10 +837,13 @@ def readme(recipes: list[Recipe], exps: dict[str, dict]) -> str:
     return f"""# Wild corpus: server logs as they arrive through wrappers and pastes
 
 Rendered by `python bench/wild.py` (deterministic, seeded by each log's name; `--check` verifies the
-files are up to date). Every log takes the **bare** lines of one fixture of this repository, damages
-or re-heads them where the class says so, and wraps them with the renderers of `tests/wrappers.py`
-(innermost first). No line was copied from the public threads named below: the *shapes* were read
-there, every line here is rendered from the repository's own fixtures with invented values.
+files are up to date). Every log but the four `router-*` / `text-*` ones takes the **bare** lines of
+one fixture of this repository (a `strip_*` step first removes a wrapper the fixture already
+carries), damages, re-heads or extends them where the class says so, and wraps them with the
+renderers of `tests/wrappers.py` (innermost first). The router logs are rendered from
+`../shared/formats/sglang.md` §9, the README-like text is written here. No line was copied from the
+public threads named below: the *shapes* were read there, every line here is rendered with
+invented values.
 
 ## Expected counts (`<name>.expected.json`)
 
