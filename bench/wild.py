@@ -95,8 +95,10 @@ print(json.dumps(out))
 """
 
 
-def _run_truth(pkg_root: Path, sources: list[str]) -> dict:
+def _run_truth(pkg_root: Path, sources: list[str], cache: Path | None = None) -> dict:
     env = dict(os.environ, PYTHONPATH=str(pkg_root), PYTHONDONTWRITEBYTECODE="1")
+    if cache is not None:  # keep the snapshot's compiled grammars out of the user's cache
+        env["LOGSCOPE_CACHE_DIR"] = str(cache)
     p = subprocess.run([sys.executable, "-c", _TRUTH_SCRIPT, str(pkg_root),
                         *[str(ROOT / s) for s in sources]],
                        cwd=pkg_root, env=env, capture_output=True, text=True)
@@ -116,7 +118,7 @@ def truth(sources: list[str], mode: str) -> dict[str, KindMap]:
         with tempfile.TemporaryDirectory(prefix="wild-truth-") as tmp:
             with tarfile.open(fileobj=io.BytesIO(arch)) as tar:
                 tar.extractall(tmp, filter="data")
-            raw = _run_truth(Path(tmp), sources)
+            raw = _run_truth(Path(tmp), sources, cache=Path(tmp) / "grammar-cache")
     out: dict[str, KindMap] = {}
     for src, r in raw.items():
         km: KindMap = {}
