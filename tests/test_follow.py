@@ -313,7 +313,7 @@ def test_cli_vanish_and_port_in_use(tmp_path):
     p.write_text("x\n")
     proc = subprocess.Popen(follow_cmd(str(p), "--jsonl", "--vanish-timeout", "0.3", "--poll"),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(1.0)
+    time.sleep(2.5)  # the follower must have opened the file (slow starts on a loaded machine)
     p.unlink()
     out, err = proc.communicate(timeout=20)
     assert proc.returncode == 1 and "vanished" in err

@@ -9,8 +9,10 @@ file currently behind that name), ``engine``, ``variant``, the typed fields of t
 what preceded the server's message (``prefix``; ``outer`` when a logger quoted the line), and a
 wall clock: ``ts`` (UTC ISO 8601) with ``ts_source`` ``wrapper`` (a timestamp in the prefix,
 ``ts_inferred`` false) or ``read`` (the time the line was read, ``ts_inferred`` true: right for
-a live file, not for a replay with ``from_start``). ``run`` counts server runs in the followed
-file (llama-server's relative clock going back starts a new run).
+a live file, not for a replay with ``from_start``). ``run`` numbers the server runs of the file
+behind the name as ``logscope ingest`` numbers them (from 1; see :mod:`logscope.follow.runs`):
+kept in ``state`` files, and counted over the lines already there when following starts at the
+end of a file.
 
 ``ignored`` lines (known, not an event) and lines of no engine are skipped unless
 ``include_ignored`` (then they come as kind ``ignored`` / ``other``); ``unrecognized`` lines
@@ -29,20 +31,6 @@ from .tail import Follower, FollowError, Position, Vanished
 
 __all__ = ["events", "EventStream", "Follower", "FollowError", "Vanished", "Position",
            "parse_line"]
-
-
-def _ts_rel_seconds(v: Any) -> float | None:
-    """llama-server's ``M.SS.mmm.uuu`` relative clock in seconds."""
-    if not isinstance(v, str):
-        return None
-    parts = v.split(".")
-    if len(parts) != 4:
-        return None
-    try:
-        m, s, ms, us = (int(p) for p in parts)
-    except ValueError:
-        return None
-    return m * 60 + s + ms / 1e3 + us / 1e6
 
 
 class _Parser:
@@ -169,29 +157,55 @@ class EventStream:
                                  idle_hook=idle_hook)
         self.lines_read = 0
         self.on_line = on_line  # called with the followed path for every line read
-        self.run = 0
-        self._last_rel: float | None = None
+        from .runs import Runs
+
+        saved = self.store.loaded.get("runs") if self.store is not None else None
+        self.runs = Runs(saved if resume is not None else None)
+        self._resumed = resume is not None
+        self.from_start = from_start
+        self.run = 1
         self._switches = 0
+        if self.store is not None:
+            self.store.extra = lambda: {"runs": self.runs.state()}
 
     def stop(self) -> None:
         self.follower.stop()
 
+    def _prime(self) -> None:
+        """Following from the end of an existing file: count the runs already in it."""
+        from .runs import PRIME_MAX_BYTES, prime
+
+        f = self.follower
+        if self.from_start or self._resumed or f.switches or f.line <= 0:
+            return
+        if f.offset > PRIME_MAX_BYTES:
+            self.warn(f"{f.display_path} holds {f.offset >> 20} MiB before the end: run numbers "
+                      "count the runs from here on, not those before (use --state to keep them)")
+            return
+        try:
+            self.runs = prime(f.path, f.line, f.offset)
+        except Exception as e:  # noqa: BLE001 - never stop following over the run count
+            self.warn(f"could not count the runs already in {f.display_path}: {e}")
+
     def __iter__(self) -> Iterator[dict[str, Any]]:
         f = self.follower
+        first = True
         for line_no, raw in f.lines():
+            if first:
+                first = False
+                self._prime()
             self.lines_read += 1
             if self.on_line is not None:
                 self.on_line(self.path)
-            for ev in parse_line(self.parser, raw, self.path, line_no,
-                                 include_ignored=self.include_ignored):
-                if f.switches != self._switches:  # a new file: its clock starts again
-                    self._switches = f.switches
-                    self._last_rel = None
-                rel = _ts_rel_seconds(ev.get("ts_rel"))
-                if rel is not None:
-                    if self._last_rel is not None and rel < self._last_rel:
-                        self.run += 1
-                    self._last_rel = rel
+            if f.switches != self._switches:  # a new file behind the name: runs from 1
+                self._switches = f.switches
+                self.runs.reset()
+            for ev in parse_line(self.parser, raw, self.path, line_no, include_ignored=True):
+                kind = ev["kind"]
+                if ev.get("engine") is not None:
+                    self.run = self.runs.observe(ev["engine"], kind, ev.get("variant"), ev)
+                if kind in ("ignored", "other") and not self.include_ignored:
+                    continue
                 ev["run"] = self.run
                 ev["t_read"] = time.time()
                 yield ev

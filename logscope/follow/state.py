@@ -5,7 +5,12 @@ The file is one JSON object::
     {"version": 1, "path": "/abs/server.log", "dev": 2049, "ino": 1234,
      "head_sha256": "...", "head_len": 1024, "tail_sha256": "...", "tail_len": 256,
      "offset": 81234, "line": 912, "grammars": {"llama-server": "c9bd...", ...},
+     "runs": {"llama": {"0": [812.5, 3, 2]}, "config": {}},
      "saved_at": "2026-01-01T00:00:00Z"}
+
+``runs`` is the server-run counter at that line (:class:`logscope.follow.runs.Runs`), so a
+resumed follower numbers runs on as ``logscope ingest`` does and sees a restart that happens
+right after the saved line.
 
 ``offset``/``line`` are just after the last line whose event the consumer finished with. The
 file the offset belongs to is identified by device/inode *and* by a content fingerprint (sha256
@@ -43,6 +48,12 @@ class StateError(Exception):
 
 def load(file: str) -> tuple[Position, dict[str, str]] | None:
     """(position, grammar hashes) from a state file; None if it does not exist."""
+    got = load_all(file)
+    return None if got is None else (got[0], got[1])
+
+
+def load_all(file: str) -> tuple[Position, dict[str, str], dict[str, Any]] | None:
+    """(position, grammar hashes, the whole saved object) from a state file."""
     try:
         with open(file, encoding="utf-8") as f:
             d = json.load(f)
@@ -52,7 +63,7 @@ def load(file: str) -> tuple[Position, dict[str, str]] | None:
         raise StateError(f"cannot read state file {file}: {e}") from e
     if not isinstance(d, dict) or d.get("version") != VERSION or "offset" not in d:
         raise StateError(f"{file} is not a logscope follow state file (version {VERSION})")
-    return Position.from_dict(d), dict(d.get("grammars") or {})
+    return Position.from_dict(d), dict(d.get("grammars") or {}), d
 
 
 def write_atomic(file: str, obj: dict[str, Any]) -> None:
@@ -84,14 +95,16 @@ class StateStore:
         self._last_time = time.monotonic()
         self._lines_since = 0
         self.saves = 0
+        self.extra = None  # a callable giving more to save (the run counter), or None
+        self.loaded: dict[str, Any] = {}  # the object the state was resumed from
 
     def load(self, path: str, warn=None) -> Position | None:  # noqa: ANN001
         """The saved position if it is about ``path`` (else a warning and None)."""
         warn = warn or (lambda m: print(f"logscope follow: {m}", file=sys.stderr))
-        got = load(self.file)
+        got = load_all(self.file)
         if got is None:
             return None
-        pos, grammars = got
+        pos, grammars, self.loaded = got
         if os.path.abspath(pos.path) != os.path.abspath(path):
             raise StateError(f"state file {self.file} is about {pos.path}, not {path}; "
                              "use one state file per followed path")
@@ -117,6 +130,8 @@ class StateStore:
         pos = follower.position()
         obj = {"version": VERSION, **pos.to_dict(), "grammars": self.grammars,
                "saved_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")}
+        if self.extra is not None:
+            obj.update(self.extra())
         write_atomic(self.file, obj)
         self._last_line = key
         self.saves += 1

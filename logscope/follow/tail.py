@@ -317,8 +317,9 @@ class Follower:
         if self.resume is not None:
             self._resume(fd, self.resume)
             return
-        if fd is None:
-            return  # does not exist yet: read it from the start when it appears
+        if fd is None:  # does not exist yet: read it from the start when it appears
+            self.warn(f"{self.display_path} does not exist yet; waiting for it to be created")
+            return
         if self.from_start:
             self._adopt(fd, 0, 0)
         else:
