@@ -312,16 +312,36 @@ def leading_space_app(lines: list[str], rng: random.Random) -> list[str]:
     return [" " + ln[1:] if ln.startswith("\0") else ln for ln in marked]
 
 
-@_register("lmstudio", "LM Studio server log view (shape approximated)", inserts=True)
+@_register("lmstudio", "LM Studio bug-tracker threads (developer log, verbose: a header line "
+           "before every engine line, the line itself with a leading space)", inserts=True)
 def lmstudio(lines: list[str], rng: random.Random) -> list[str]:
-    """LM Studio-like: ``[YYYY-mm-dd HH:MM:SS][DEBUG] `` on engine lines, its own INFO lines.
+    """LM Studio developer log: ``YYYY-mm-dd HH:MM:SS [DEBUG]`` on a line of its own before every
+    engine line, which follows with one leading space; LM Studio's own messages look the same.
+
+    ``2026-06-04 13:20:06 [DEBUG]`` then `` 81.57.876.593 I slot print_timing: id  0 | ...``
+    """
+    c = _Clock(rng)
+    out: list[str] = []
+    for ln in lines:
+        if rng.random() < 0.04:
+            t = c.tick()
+            out += [f"{t:%Y-%m-%d %H:%M:%S} [DEBUG]",
+                    f" LlamaV4: {rng.choice(_APP_MESSAGES).lower()}"]
+        out += [f"{c.tick(ln):%Y-%m-%d %H:%M:%S} [DEBUG]", f" {ln}"]
+    return out
+
+
+@_register("launcher_brackets", "a launcher's `[time][DEBUG] ` prefix with its own INFO lines "
+           "(approximated)", inserts=True)
+def launcher_brackets(lines: list[str], rng: random.Random) -> list[str]:
+    """Launcher with ``[YYYY-mm-dd HH:MM:SS][DEBUG] `` on engine lines, its own INFO lines.
 
     ``[2026-02-11 18:04:51][DEBUG] slot print_timing: id  0 | task 12 | ...``
     """
     c = _Clock(rng)
 
     def app() -> str:
-        return (f"[{c.tick():%Y-%m-%d %H:%M:%S}][INFO][LM STUDIO SERVER] "
+        return (f"[{c.tick():%Y-%m-%d %H:%M:%S}][INFO][LAUNCHER] "
                 f"{rng.choice(_APP_MESSAGES)}")
 
     marked = _interleave(["\0" + ln for ln in lines], rng, app, 0.1)
@@ -1300,7 +1320,8 @@ PROVENANCE_LEVELS = {
     "approx": "approximated: the application exists, its exact layout was not verified",
 }
 _PROVENANCE = {
-    "gui_launcher": "issue", "leading_space_app": "issue", "lmstudio": "approx",
+    "gui_launcher": "issue", "leading_space_app": "issue", "lmstudio": "thread",
+    "launcher_brackets": "approx",
     "textgen_webui": "approx", "jan": "approx", "journald_short": "notes",
     "journald_odd_ident": "issue", "journald_de": "issue", "journald_es": "thread",
     "journald_it": "issue", "journald_fr": "issue", "journald_nl": "tool", "journald_pt": "tool",
