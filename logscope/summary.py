@@ -60,10 +60,48 @@ def render(logs: Logs) -> str:
                    + _pct(req.filter(pl.col("prompt_tokens") >= 32)["prompt_tps"]))
         out.append("  decode t/s  (exact, per request):                     "
                    + _pct(req.filter(pl.col("gen_tokens") >= 16)["decode_tps"]))
-        dr = req.filter(pl.col("draft_generated") > 0)
-        if dr.height:
-            acc = dr["draft_accepted"].sum() / dr["draft_generated"].sum()
-            out.append(f"  draft acceptance: {acc:.3f} over {dr.height} request(s), "
-                       f"mean accepted length {dr['mean_len'].mean() or float('nan'):.2f} "
-                       "(mean over requests)")
+    out.extend(headline_lines(logs))
     return "\n".join(out)
+
+
+def headline_lines(logs: Logs) -> list[str]:
+    """The headline figures, each from its one definition (:mod:`logscope.analysis.metrics`),
+    formatted as ``report``, ``compare`` and ``card`` print them."""
+    from .analysis.metrics import fmt_figure, headline_figures
+
+    h = headline_figures(logs)
+    out = []
+    d = h["decode_tps"]
+    if d["value"] is not None:
+        out.append(f"  decode t/s median: {fmt_figure('decode_tps', d['value'])} "
+                   f"({d['exactness']}, n = {d['n']})")
+    g = h["aggregate_decode"]
+    if g["value"] is not None:
+        out.append(f"  {g['active']}-way aggregate decode: "
+                   f"{fmt_figure('aggregate_decode', g['value'])} t/s mean ({g['exactness']})")
+    a, m = h["acceptance_rate"], h["mean_accepted_length"]
+    if a["value"] is not None or m["value"] is not None:
+        out.append(f"  draft acceptance: {fmt_figure('acceptance_rate', a['value'])} over "
+                   f"{max(a['n'], m['n'])} request(s)/window(s), mean accepted length "
+                   f"{fmt_figure('mean_accepted_length', m['value'])} ({m['how']})")
+    return out
+
+
+def json_summary(logs: Logs) -> dict:
+    """``Logs.summary()`` plus ``headline``: every headline figure (value, n, exactness),
+    rounded as the server prints (0.01; acceptance to 3 significant digits).
+
+    Example::
+
+        json_summary(logscope.read("server.log"))["headline"]["decode_tps"]["value"]
+    """
+    from .analysis.metrics import headline_figures
+    from .analysis.report import _round_obj
+
+    s = dict(logs.summary())
+    from .analysis.metrics import sig
+
+    h = headline_figures(logs)
+    s["headline"] = {k: _round_obj(v) for k, v in h.items()}
+    s["headline"]["acceptance_rate"]["value"] = sig(h["acceptance_rate"]["value"], 3)
+    return s

@@ -20,6 +20,9 @@ overhead         the stretch includes the request's fixed overhead (a whole prom
 concurrent       other requests in progress during the stretch (llama-server; >0 = the GPU
                  was shared with another slot's prefill or decode)
 shared           concurrent > 0
+shared_prefill   another request was computing its own prompt during the stretch (the
+                 GPU's batch was split between two prompts, not only topped up with the
+                 other slot's decode tokens)
 ===============  =======================================================================
 
 * ``llama:request``: llama-server's own ``prompt eval time = … ms / N tokens`` per request
@@ -59,7 +62,7 @@ SCHEMA = {
     "source": pl.String, "exactness": pl.String, "depth": pl.Float64, "d0": pl.Float64,
     "tokens": pl.Int64, "cached": pl.Int64, "seconds": pl.Float64, "tps": pl.Float64,
     "overhead": pl.Boolean, "concurrent": pl.Int64, "shared": pl.Boolean,
-    "t_rel": pl.Float64,
+    "shared_prefill": pl.Boolean, "t_rel": pl.Float64,
 }
 
 PREDICT_AT = (4096, 16384, 32768, 65536, 131072)
@@ -157,7 +160,28 @@ def _with_concurrency(req: pl.DataFrame, rows: list[dict]) -> list[dict]:
             if own is not None and own[0] < hi and own[1] > lo:
                 n -= 1
             r["concurrent"] = max(n, 0)
+    # each request's prompt interval: its prompt eval, else its progress lines' span
+    spans: dict[tuple, list[float]] = {}
     for r in rows:
+        if r["_t0"] is None or r["_t1"] is None:
+            continue
+        k = (r["file"], r["run"], r["slot"], r["task"])
+        if r["source"] == "llama:request":
+            spans[k] = [r["_t0"], r["_t1"], 1.0]
+        elif k not in spans or spans[k][2] == 0.0:
+            lo, hi = spans.get(k, [r["_t0"], r["_t1"], 0.0])[:2]
+            spans[k] = [min(lo, r["_t0"]), max(hi, r["_t1"]), 0.0]
+    by_run: dict[tuple, list[tuple]] = {}
+    for (f, run, slot, task), (a, b, _) in spans.items():
+        by_run.setdefault((f, run), []).append((a, b, slot, task))
+    for r in rows:
+        if r["_t0"] is None or r["_t1"] is None:
+            r["shared_prefill"] = None
+        else:
+            lo, hi = r["_t0"] + OVERLAP_TOL, r["_t1"] - OVERLAP_TOL
+            r["shared_prefill"] = any(
+                a < hi and b > lo and (slot, task) != (r["slot"], r["task"])
+                for a, b, slot, task in by_run.get((r["file"], r["run"]), []))
         r.pop("_t0", None)
         r.pop("_t1", None)
         r["shared"] = None if r.get("concurrent") is None else r["concurrent"] > 0
@@ -185,6 +209,7 @@ def _sglang_points(pb: pl.DataFrame) -> list[dict]:
                          d0=c / s, tokens=int(n), cached=c, seconds=n / tps, tps=float(tps),
                          overhead=False, concurrent=busy,
                          shared=None if busy is None else (busy > 0 or s > 1),
+                         shared_prefill=None if seqs is None else s > 1,
                          t_rel=r.get("t_rel")))
     return rows
 
@@ -257,7 +282,8 @@ def fit_prefill(points: pl.DataFrame, min_tokens: int = 64,
 
     ``solo``: True fits only stretches no other request shared, False all of them; None (the
     default) uses the solo ones when there are more of them than parameters (>= 4) over a
-    spread of depths, and falls back to all, saying so in ``basis``. ``at`` lists the depths
+    spread of depths, else those during which no other prompt was computed (other slots
+    only decoding), else all, saying which in ``basis``. ``at`` lists the depths
     to predict (default 4k, 16k, 32k, 64k, 128k); a prediction is given only inside the
     measured depths (×1.25 at most either way) and below ``n_ctx`` (the slot's context),
     else None with the reason in ``refused``.
@@ -283,7 +309,10 @@ def fit_prefill(points: pl.DataFrame, min_tokens: int = 64,
         p = p.with_columns(d0=pl.col("depth") - pl.col("tokens") / 2)
     if "overhead" not in p.columns:
         p = p.with_columns(overhead=pl.col("source") == "llama:request")
+    if "shared_prefill" not in p.columns:
+        p = p.with_columns(shared_prefill=pl.col("shared"))
     alone = p.filter(~pl.col("shared").fill_null(False))
+    beside_decode = p.filter(~pl.col("shared_prefill").fill_null(False))
     n_solo, n_shared = alone.height, p.height - alone.height
 
     def spread(df):
@@ -293,6 +322,9 @@ def fit_prefill(points: pl.DataFrame, min_tokens: int = 64,
 
     if solo is True or (solo is None and spread(alone)):
         p, basis = alone, "solo"
+    elif solo is None and spread(beside_decode) and beside_decode.height < p.height:
+        # no prompt shared the GPU with another prompt; other slots only decoded
+        p, basis = beside_decode, "no other prompt (other slots decoding)"
     else:
         basis = "all (shared included)" if n_shared else "solo"
     out = {"c": None, "a": None, "b": None, "c_ms": None, "r2": None, "n": p.height,

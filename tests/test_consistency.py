@@ -1,0 +1,78 @@
+"""Every command prints the same headline figures: one definition each (analysis.metrics).
+
+For every corpus log (and the report fixtures), ``ingest``, ``report``, ``compare``, ``card``
+and the notebook's ``acceptance_summary`` must show the decode median, the aggregate, the
+acceptance rate and the mean accepted length with the same digits.
+"""
+
+from __future__ import annotations
+
+import pytest
+from click.testing import CliRunner
+
+import logscope
+from logscope.analysis.metrics import fmt_figure, headline_figures
+from logscope.analysis.spec import acceptance_summary
+from logscope.cli import cli
+from tests.conftest import CORPUS, FIXTURES
+
+LOGS = sorted(CORPUS.glob("*.log")) + sorted((FIXTURES / "llama-server" / "h200").glob("*.log")) \
+    + sorted((FIXTURES / "llama-server" / "excerpts").glob("*.log"))
+OTHER = CORPUS / "generated-gpu-q8kv-c256k-np2.log"
+
+
+def run(*args):
+    r = CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
+    assert r.exit_code == 0, r.output
+    return r.stdout
+
+
+def expected(logs) -> dict[str, str]:
+    h = headline_figures(logs)
+    return {k: fmt_figure(k, v["value"]) for k, v in h.items()
+            if v["value"] is not None and k != "prefill_tps"}
+
+
+@pytest.mark.parametrize("log", LOGS, ids=lambda p: p.name)
+def test_every_command_prints_the_same_figures(log, tmp_path):
+    logs = logscope.read(str(log))
+    want = expected(logs)
+    assert want, "every corpus log has at least one headline figure"
+    ingest = run("ingest", log)
+    report = run("report", log)
+    other = OTHER if log.name != OTHER.name else CORPUS / "generated-spec-pilot-c32k-np2.log"
+    compare = run("compare", log, other, "--label", "this", "--label", "other")
+    from logscope.plots import card
+    fig = card(logs)
+    card_text = " ".join(t.get_text() for ax in fig.axes for t in ax.texts)
+    phrases = {
+        "decode_tps": (f"decode t/s median: {want.get('decode_tps')}",
+                       f"median {want.get('decode_tps')}", f"median {want.get('decode_tps')}"),
+        "aggregate_decode": (f"aggregate decode: {want.get('aggregate_decode')} t/s",
+                             f"aggregate decode: {want.get('aggregate_decode')} t/s",
+                             f"aggregate decode {want.get('aggregate_decode')} t/s"),
+        "acceptance_rate": (f"draft acceptance: {want.get('acceptance_rate')} ",
+                            f"acceptance {want.get('acceptance_rate')},",
+                            f"draft acceptance {want.get('acceptance_rate')},"),
+        "mean_accepted_length": (f"mean accepted length {want.get('mean_accepted_length')} ",
+                                 f"mean accepted length {want.get('mean_accepted_length')} ",
+                                 f"mean len {want.get('mean_accepted_length')} "),
+    }
+    rows = {ln.split(" | ")[0].strip("| "): ln for ln in compare.splitlines()}
+    compare_metric = {"decode_tps": ("decode t/s, median per request (exact)",
+                                     "decode t/s, median server window"),
+                      "aggregate_decode": ("aggregate decode t/s (most concurrent)",),
+                      "acceptance_rate": ("draft acceptance rate",),
+                      "mean_accepted_length": ("mean accepted length",)}
+    for k, v in want.items():
+        in_ingest, in_report, in_card = phrases[k]
+        assert in_ingest in ingest, (k, v, ingest)
+        assert in_report in report, (k, v)
+        assert in_card in card_text, (k, v, card_text)
+        row = next(rows[m] for m in compare_metric[k]
+                   if m in rows and rows[m].split(" | ")[1] != "—")
+        assert row.split(" | ")[1].startswith(v + " ") or row.split(" | ")[1] == v, (k, v, row)
+    s = acceptance_summary(logs)
+    h = headline_figures(logs)
+    assert s["rate"] == h["acceptance_rate"]["value"]
+    assert s["mean_len"] == h["mean_accepted_length"]["value"]
