@@ -153,6 +153,8 @@ class _Clock:
 
     def tick(self, line: str | None = None) -> datetime:
         inner = self._inner(line) if line is not None and self.follow else None
+        if inner is not None and self.started and inner < self.ns - 86_400 * 10**9:
+            inner = None  # a day back: another clock (an app's own lines), not the server's
         if inner is None:
             target = self.ns + self.rng.randint(0, 350_000_000)
         else:
@@ -1223,15 +1225,16 @@ def llama_swap_legacy(lines: list[str], rng: random.Random) -> list[str]:
     return _interleave(lines, rng, app, 0.1)
 
 
-@_register("ollama_slog", "Ollama / Go slog text handler quoting a child's line",
-           escapes=True, inserts=True)
-def ollama_slog(lines: list[str], rng: random.Random) -> list[str]:
-    """Go slog text: ``time=RFC3339 level=INFO source=server.go:123 msg="<line>"``.
+@_register("go_slog_quoted", "Go launchers logging a child's line through slog "
+           "(approximated; LocalAI's newer logger quotes the same way)", escapes=True,
+           inserts=True)
+def go_slog_quoted(lines: list[str], rng: random.Random) -> list[str]:
+    """Go slog text quoting the line: ``time=RFC3339 level=INFO source=f.go:N msg="<line>"``.
 
-    ``time=2026-01-02T03:04:05.123+01:00 level=INFO source=server.go:634 msg="slot ..."``
+    ``time=2026-01-02T03:04:05.123+01:00 level=INFO source=runner.go:634 msg="slot ..."``
     """
     c = _Clock(rng)
-    src = f"server.go:{rng.randint(400, 900)}"
+    src = f"runner.go:{rng.randint(400, 900)}"
 
     def stamp(line: str | None = None) -> str:
         t = c.tick(line)
@@ -1244,6 +1247,55 @@ def ollama_slog(lines: list[str], rng: random.Random) -> list[str]:
     marked = _interleave(["\0" + ln for ln in lines], rng, app, 0.05)
     return [f"time={stamp(ln[1:])} level=INFO source={src} msg={_go_quote(ln[1:])}"
             if ln.startswith("\0") else ln for ln in marked]
+
+
+_OLLAMA_MSGS = ['msg="llama runner started in {secs:.2f} seconds"',
+                'msg="waiting for server to become available" status="llm server loading model"',
+                'msg="loaded runners" count=1',
+                'msg="model load progress {frac:.2f}"']
+
+
+@_register("ollama", "Ollama threads (the runner's llama-server lines raw, Ollama's own slog "
+           "`time=… level=INFO source=server.go:N msg=…` lines between)", inserts=True)
+def ollama(lines: list[str], rng: random.Random) -> list[str]:
+    """Ollama: server lines unchanged, its own Go slog lines interleaved.
+
+    ``time=2026-02-02T12:29:02.735Z level=INFO source=server.go:1339 msg="llama runner started
+    in 29.96 seconds"`` between unchanged server lines
+    """
+    c = _Clock(rng, zone=(0, "UTC"))
+
+    def app() -> str:
+        t = c.tick()
+        msg = rng.choice(_OLLAMA_MSGS).format(secs=rng.uniform(2, 60), frac=rng.random())
+        return (f"time={t:%Y-%m-%dT%H:%M:%S}.{t.microsecond // 1000:03d}Z level=INFO "
+                f"source={rng.choice(['server.go', 'sched.go', 'routes.go'])}:"
+                f"{rng.randint(100, 1400)} {msg}")
+
+    out: list[str] = []
+    for ln in lines:
+        c.tick(ln)
+        while rng.random() < 0.08:
+            out.append(app())
+        out.append(ln)
+    return out
+
+
+@_register("grafana_panel_copy", "a Grafana / log-panel copy of Ollama pod logs (each record "
+           "as three lines: local time, level, the line)", inserts=True)
+def grafana_panel_copy(lines: list[str], rng: random.Random) -> list[str]:
+    """Log panel copy: ``YYYY-mm-dd HH:MM:SS.mmm`` line, level word line, the line, a blank line.
+
+    ``2026-02-02 17:59:02.735`` / ``info`` / ``<line>`` / ````
+    """
+    c = _Clock(rng)
+    out: list[str] = []
+    for ln in lines:
+        t = c.tick(ln)
+        level = "error" if " E " in ln[:40] or "ERROR" in ln[:60] else (
+            "warning" if " W " in ln[:40] or "WARN" in ln[:60] else "info")
+        out += [f"{t:%Y-%m-%d %H:%M:%S}.{t.microsecond // 1000:03d}", level, ln, ""]
+    return out
 
 
 @_register("unix_seconds", "`journalctl -o short-unix`-like / `ts %.s` prefixes")
@@ -1342,14 +1394,15 @@ _PROVENANCE = {
     "docker_compose": "thread", "podman_ts": "tool", "loki_logcli": "tool",
     "fluentbit_json": "approx", "compose_color": "tool", "stern": "thread",
     "aws_logs_tail": "approx", "github_actions": "tool", "pm2": "approx", "llama_swap": "approx",
-    "llama_swap_legacy": "thread", "ollama_slog": "approx", "unix_seconds": "tool",
+    "llama_swap_legacy": "thread", "go_slog_quoted": "approx", "ollama": "thread",
+    "grafana_panel_copy": "thread", "unix_seconds": "tool",
     "unix_bracket": "notes", "moreutils_ts": "tool", "ray_sglang_engine": "issue",
     "log_ui_pipe": "notes",
 }
 _CONTAINERS = {"docker_compose", "compose_color", "docker_json", "cri", "podman_ts",
                "docker_desktop"}
-_HOSTS_LAYER = {"journald_short", "journald_odd_ident", "journald_de", "journald_es",
-                "journald_it", "journald_fr", "journald_nl", "journald_pt", "journald_short_iso",
+_HOSTS_LAYER = {"grafana_panel_copy", "journald_short", "journald_odd_ident", "journald_de",
+                "journald_es", "journald_it", "journald_fr", "journald_nl", "journald_pt", "journald_short_iso",
                 "journald_short_precise", "journald_short_iso_precise", "journald_short_full",
                 "journald_short_monotonic", "journald_short_unix", "rsyslog_traditional",
                 "syslog_rfc5424", "syslog_rfc3164", "kubectl", "loki_logcli", "fluentbit_json",
