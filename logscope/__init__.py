@@ -10,11 +10,17 @@ if TYPE_CHECKING:
     from .ingest import Logs
 
 
-def read(paths: Any, engine: str = "auto") -> Logs:
-    """Ingest log files into Polars frames; see :func:`logscope.ingest.read`."""
-    from .ingest import read as _read
+def read(paths: Any, engine: str = "auto", **telemetry: Any) -> Logs:
+    """Ingest log files into Polars frames; see :func:`logscope.ingest.read`.
 
-    return _read(paths, engine=engine)
+    GPU telemetry files among ``paths`` (nvidia-smi ``--query-gpu`` CSV, ``dmon``) are joined
+    to the logs: tables ``gpu_samples`` and ``energy_runs``, the requests' ``energy_j`` columns
+    (null without telemetry); ``telemetry`` takes the options of
+    :func:`logscope.telemetry.read_with_telemetry` (``start_time``, ``gpus``, ...).
+    """
+    from .telemetry import read_with_telemetry
+
+    return read_with_telemetry(paths, engine=engine, **telemetry)
 
 
 __all__ = ["read", "__version__"]

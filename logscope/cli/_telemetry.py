@@ -95,14 +95,14 @@ def split_telemetry(paths: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(logs)
 
 
-def attach_each(frames: list) -> list:
-    """Join the telemetry of this command (if any) to each ingest: energy columns, null
-    without telemetry. User errors become one-line ClickExceptions."""
+def attach_each(frames: list, telemetry: list[str] | None = None) -> list:
+    """Join the telemetry of this command (or ``telemetry``) to each ingest: energy columns,
+    null without telemetry. User errors become one-line ClickExceptions."""
     from ..sources import InputError
     from ..telemetry import ClockError, TelemetryError, attach, read_samples
 
     o = _opts()
-    tele = o.get("telemetry") or []
+    tele = telemetry if telemetry is not None else (o.get("telemetry") or [])
     try:
         samples = read_samples(tele, fields=o.get("fields")) if tele else None
         return [attach(lg, samples, start_time=o.get("start_time"), gpus=o.get("gpus"),

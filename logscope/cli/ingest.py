@@ -66,9 +66,11 @@ def ingest(paths: tuple[str, ...], out: str | None, dataset: str | None, workers
         _ingest_dataset(paths, dataset, engine, workers, as_json)
         return
 
+    from ..telemetry import split_inputs
     from .progress import IngestProgress
 
     try:
+        paths, telemetry = split_inputs(paths)  # GPU telemetry files (docs/energy.md)
         # the bar is erased when read returns or raises, before any message below
         with IngestProgress() as progress:
             logs = read(list(paths), engine=engine, progress=progress)
@@ -89,6 +91,9 @@ def ingest(paths: tuple[str, ...], out: str | None, dataset: str | None, workers
             f"found in {logs.lines} line(s) of {len(logs.files)} file(s); is this a server log? "
             "(try --engine, or `logscope explain FILE:LINE`)", err=True)
         sys.exit(NoServerLines.exit_code)
+    from ._telemetry import attach_each
+
+    logs = attach_each([logs], telemetry)[0]  # tables gpu_samples, energy_runs
     if out:
         try:
             written = write_tables(logs.tables, Path(out))
