@@ -1402,7 +1402,8 @@ _PROVENANCE = {
 _CONTAINERS = {"docker_compose", "compose_color", "docker_json", "cri", "podman_ts",
                "docker_desktop"}
 _HOSTS_LAYER = {"grafana_panel_copy", "journald_short", "journald_odd_ident", "journald_de",
-                "journald_es", "journald_it", "journald_fr", "journald_nl", "journald_pt", "journald_short_iso",
+                "journald_es", "journald_it", "journald_fr", "journald_nl", "journald_pt",
+                "journald_short_iso",
                 "journald_short_precise", "journald_short_iso_precise", "journald_short_full",
                 "journald_short_monotonic", "journald_short_unix", "rsyslog_traditional",
                 "syslog_rfc5424", "syslog_rfc3164", "kubectl", "loki_logcli", "fluentbit_json",
