@@ -36,8 +36,16 @@ class OneLineErrors(click.Command):
               help="Which server printed the log; auto decides per line.")
 @click.option("--json", "as_json", is_flag=True,
               help="Print the JSON summary (DESIGN.md contract).")
+@click.option("--start-time", "start_time", default=None, metavar="ISO8601",
+              help="When the server started (llama-server's clock is time since its start; "
+                   "without this the wall clock comes from the file's modification time), "
+                   "e.g. 2026-10-01T09:30:00+02:00.")
+@click.option("--tz", "tz", default=None, metavar="ZONE",
+              help="Zone of a --start-time without offset and of local times a log prints "
+                   "without one (SGLang, vLLM); default UTC. E.g. Europe/Berlin, +08:00.")
 def ingest(paths: tuple[str, ...], out: str | None, dataset: str | None, workers: int | None,
-           engine: str, as_json: bool) -> None:
+           engine: str, as_json: bool, start_time: str | None = None,
+           tz: str | None = None) -> None:
     """Parse server logs (files, globs, - for stdin, .gz) into event tables.
 
     Exit codes: 0 ok; 1 no server lines found (empty input, unknown format) or the --out
@@ -55,11 +63,22 @@ def ingest(paths: tuple[str, ...], out: str | None, dataset: str | None, workers
 
     Example: logscope ingest 'logs/**/*.log' --dataset ds/
     """
+    from .. import clock
     from .. import summary as summary_mod
     from ..ingest import NoServerLines, read
     from ..sources import InputError
 
+    try:
+        start = clock.parse_start_time(start_time, tz) if start_time else None
+        if tz:
+            clock.parse_tz(tz)
+    except ValueError as e:
+        click.echo(f"Error: {e}", err=True)
+        sys.exit(2)
     if dataset is not None:
+        if start is not None or tz:
+            click.echo("Error: --start-time and --tz are not used with --dataset", err=True)
+            sys.exit(2)
         if out is not None:
             click.echo("Error: give --out or --dataset, not both", err=True)
             sys.exit(2)
@@ -94,6 +113,10 @@ def ingest(paths: tuple[str, ...], out: str | None, dataset: str | None, workers
     from ._telemetry import attach_each
 
     logs = attach_each([logs], telemetry)[0]  # tables gpu_samples, energy_runs
+    if tz:
+        logs = clock.apply_tz(logs, tz)
+    if start is not None:
+        logs = clock.anchor_start(logs, start)
     if out:
         try:
             written = write_tables(logs.tables, Path(out))
@@ -103,9 +126,11 @@ def ingest(paths: tuple[str, ...], out: str | None, dataset: str | None, workers
         if not as_json:
             click.echo(f"wrote {len(written)} tables to {out}/", err=True)
     if as_json:
-        click.echo(json.dumps(logs.summary()))
+        click.echo(json.dumps({**logs.summary(), "clock": clock.clock_summary(logs, tz)}))
     else:
         click.echo(summary_mod.render(logs))
+        for line in clock.clock_notes(logs, tz):
+            click.echo(line)
 
 
 def _ingest_dataset(paths: tuple[str, ...], dataset: str, engine: str, workers: int | None,
