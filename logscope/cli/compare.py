@@ -31,14 +31,21 @@ def compare(logs, labels, fmt, strict, plot_file, engine):
     solo where every LOG has solo requests in them. A warning on stderr says where the
     workloads differ.
 
+    With a llama-bench result (-o json, jsonl, csv, md) or a llama-sweep-bench table as the
+    other file: per test (pp512 @ d4096, tg128 @ d16384) the active t/s, the passive t/s from
+    the log, Δ % and n.
+
     Example: logscope compare before.log after.log --label f16 --label q8 --plot ab.png
     """
     from ..analysis.compare import compare_metrics, workload_differences
     from ..analysis.metrics import fmt_figure, round_frame
+    from .bench_compare import bench_files, run
 
     logs = split_telemetry(logs)  # GPU telemetry among the LOGs (docs/energy.md)
     if len(logs) < 2:
         raise click.UsageError("compare needs at least two LOGs")
+    if benches := bench_files(logs):
+        return run(logs, benches, labels, fmt, engine)
     if plot_file:
         check_output(plot_file)
     names = labels_for(logs, labels)
