@@ -717,6 +717,13 @@ RECIPES: list[Recipe] = [
     Recipe("vllm-log-ui-pipe", "vllm", "log viewer export `YYYY-mm-dd HH:MM:SS.mmm | `",
            "vLLM format notes (log UIs)", V + "v0.10.2-debug-fileinfo-nested.log",
            ["log_ui_pipe"]),
+    Recipe("vllm-json-formatter", "vllm",
+           "vLLM's JSON log formatter (header as JSON keys; uvicorn lines plain)",
+           "vLLM format notes (pythonjsonlogger option)", V + "v0.32.0-kv-fetch-formatter.log",
+           pre=["vllm_json_formatter"], note="a re-heading, not a wrapper: the message is intact"),
+    Recipe("vllm-json-formatter-kubectl", "vllm", "vLLM JSON formatter under kubectl",
+           "vLLM format notes", V + "v0.33.0-diffusion.log", ["kubectl"],
+           pre=["vllm_json_formatter"]),
     Recipe("vllm-ray-worker-chain", "vllm",
            "two process prefixes `(EngineCore pid) (RayWorkerProc pid)`",
            "vLLM on Ray clusters (threads with NCCL lines)", V + "v0.11.0-dp2-ngram.log",
@@ -898,7 +905,8 @@ How well each shape is known:
 {wrappers}
 
 Paste damage and header rewrites (not wrappers: they change the server line): `collapse_spaces`,
-`cut_middle` (`DAMAGE`), `sglang_header_pylog`, `sglang_header_brackets` (`REWRITERS`).
+`cut_middle` (`DAMAGE`), `sglang_header_pylog`, `sglang_header_brackets`, `vllm_json_formatter`
+(`REWRITERS`).
 """
 
 

@@ -30,6 +30,7 @@ every shape is rendered here with invented values.
 
 from __future__ import annotations
 
+import json
 import random
 import re
 from collections.abc import Callable
@@ -1519,8 +1520,44 @@ def sglang_header_brackets(lines: list[str], rng: random.Random) -> list[str]:
     return out
 
 
+_VLLM_HEADER = re.compile(r"^(?:(?:\x1b\[[\d;]*m)?\((?P<proc>[\w ]+?) pid=(?P<pid>\d+)\)"
+                          r"(?:\x1b\[[\d;]*m)? )?(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL) "
+                          r"(?P<md>\d\d-\d\d) (?P<hms>\d\d:\d\d:\d\d) \[?(?P<file>[\w./-]+?)\.py:"
+                          r"(?P<lineno>\d+)\] (?P<msg>.*)$")
+_VLLM_LOGGERS = {"loggers": "vllm.v1.metrics.loggers", "metrics": "vllm.v1.spec_decode.metrics",
+                 "scheduler": "vllm.core.scheduler", "core": "vllm.v1.engine.core",
+                 "api_server": "vllm.entrypoints.openai.api_server"}
+
+
+def vllm_json_formatter(lines: list[str], rng: random.Random) -> list[str]:
+    """vLLM 0.31+ under the JSON log formatter (pythonjsonlogger): the header becomes JSON keys
+    (the process prefix is part of the record since 0.31, so it goes into ``processName``).
+
+    ``{"asctime": "2026-05-12 07:41:10,118", "levelname": "INFO", "name": "vllm.v1.metrics.loggers",
+    "processName": "APIServer", "process": 2201, "message": "Engine 000: Avg prompt ..."}``
+    (lines of other loggers, e.g. uvicorn's access lines, are left as they are)
+    """
+    year = rng.choice([2025, 2026])
+    out = []
+    for ln in lines:
+        m = _VLLM_HEADER.match(ln)
+        if not m:
+            out.append(ln)
+            continue
+        stem = m.group("file").rsplit("/", 1)[-1]
+        rec = {"asctime": f"{year}-{m.group('md')} {m.group('hms')},{rng.randint(0, 999):03d}",
+               "levelname": m.group("level"),
+               "name": _VLLM_LOGGERS.get(stem, f"vllm.{stem}"),
+               "processName": m.group("proc") or "MainProcess",
+               "process": int(m.group("pid") or rng.randint(100, 9999)),
+               "message": m.group("msg")}
+        out.append(json.dumps(rec))
+    return out
+
+
 REWRITERS: dict[str, Wrapper] = {"sglang_header_pylog": sglang_header_pylog,
-                                 "sglang_header_brackets": sglang_header_brackets}
+                                 "sglang_header_brackets": sglang_header_brackets,
+                                 "vllm_json_formatter": vllm_json_formatter}
 
 
 # ------------------------------------------------------------------------------------ checking
