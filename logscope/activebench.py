@@ -380,8 +380,9 @@ def render(df: pl.DataFrame, fmt: str = "md", *, log_name: str = "log",
     matched = df.filter(pl.col("passive_tps").is_not_null()).height
     out += ["", f"{matched} of {df.height} active test(s) met in the log. Δ % = (passive − "
             "active) / active. Passive t/s: the mean over the log's real requests in the "
-            "test's power-of-two buckets (named in brackets when the bucket is not the test's "
-            "own: d6144 falls in d8192); n* = fewer than 3 requests; shared = ran alongside "
-            "another request (the GPU was shared). Active: mean ± std over the benchmark's "
+            "test's power-of-two buckets; in brackets what those requests were when that is "
+            "not the active test (~ = their median size, pp~40k; or the bucket a size falls "
+            "in, d6144 in d8192); n* = fewer than 3 requests; shared = ran alongside another "
+            "request (the GPU was shared). Active: mean ± std over the benchmark's "
             "repetitions."]
     return "\n".join(out) + "\n"

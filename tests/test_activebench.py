@@ -26,7 +26,7 @@ def test_compare_prints_the_expected_side_by_side_table(bench, log):
     r = CliRunner().invoke(cli, ["compare", str(log), str(FIX / bench)])
     assert r.exit_code == 0, r.output
     expected = (FIX / f"{bench}.expected.md").read_text(encoding="utf-8")
-    assert r.output == expected
+    assert r.output == expected, "python fixtures/llama-bench/render.py --expected"
 
 
 def test_fixtures_are_rendered_by_the_script(tmp_path):
