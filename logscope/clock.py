@@ -41,12 +41,17 @@ def parse_tz(tz: str | None):  # noqa: ANN201
 
 
 def parse_start_time(s: str, tz: str | None = None):  # noqa: ANN201
-    """An ISO 8601 time as an aware UTC datetime; without an offset it is in ``tz`` (UTC).
+    """An ISO 8601 time (or Unix seconds) as an aware UTC datetime; without an offset it is
+    in ``tz`` (UTC).
 
     Example: parse_start_time("2026-10-01T09:30:00", tz="Europe/Berlin")
     """
     from datetime import UTC, datetime
 
+    try:
+        return datetime.fromtimestamp(float(s), UTC)
+    except (TypeError, ValueError, OverflowError, OSError):
+        pass
     try:
         dt = datetime.fromisoformat(s.strip().replace("Z", "+00:00"))
     except ValueError as e:

@@ -69,6 +69,7 @@ def test_tz_gives_the_zone_of_a_start_time_without_offset():
     assert parse_start_time("2026-10-01T09:30:00", "+08:00") == datetime(
         2026, 10, 1, 1, 30, tzinfo=UTC)
     assert parse_start_time("2026-10-01T09:30:00") == datetime(2026, 10, 1, 9, 30, tzinfo=UTC)
+    assert parse_start_time("1790839800") == datetime(2026, 10, 1, 7, 30, tzinfo=UTC)  # Unix s
     a = anchor_start(logscope.read(str(SPEC)), "2026-10-01T09:30:00", tz="Europe/Berlin")
     b = anchor_start(logscope.read(str(SPEC)), "2026-10-01T07:30:00Z")
     assert a["eval"]["ts"].to_list() == b["eval"]["ts"].to_list()

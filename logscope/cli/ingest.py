@@ -39,7 +39,7 @@ class OneLineErrors(click.Command):
 @click.option("--start-time", "start_time", default=None, metavar="ISO8601",
               help="When the server started (llama-server's clock is time since its start; "
                    "without this the wall clock comes from the file's modification time), "
-                   "e.g. 2026-10-01T09:30:00+02:00.")
+                   "e.g. 2026-10-01T09:30:00+02:00 (or Unix seconds).")
 @click.option("--tz", "tz", default=None, metavar="ZONE",
               help="Zone of a --start-time without offset and of local times a log prints "
                    "without one (SGLang, vLLM); default UTC. E.g. Europe/Berlin, +08:00.")
