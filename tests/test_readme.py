@@ -41,3 +41,29 @@ def test_readme_links_exist():
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     for link in re.findall(r"\]\(((?:docs|notebooks)/[^)#]+)", text):
         assert (ROOT / link).exists(), link
+
+
+def test_first_screen_outputs_are_what_the_commands_print():
+    """The ingest and report excerpts on the first screen come from the bundled log the
+    README's first command ingests."""
+    from click.testing import CliRunner
+
+    from logscope.cli import cli
+
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    log = re.search(r"logscope ingest (fixtures/\S+\.log)", text).group(1)
+    first = text[:text.index("## More")]
+    r = CliRunner().invoke(cli, ["ingest", str(ROOT / log)])
+    assert r.exit_code == 0, r.output
+    block = first.split("logscope ingest server.log\n```\n\n```\n", 1)[1].split("```", 1)[0]
+    for line in block.splitlines():
+        if line.strip() and "..." not in line:
+            assert line in r.output, line
+    r = CliRunner().invoke(cli, ["report", str(ROOT / log)])
+    assert r.exit_code == 0, r.output
+    rows = [ln for ln in first.split("| test | t/s |", 1)[1].splitlines()[2:]
+            if ln.startswith("| ")]
+    assert rows
+    for row in rows:
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        assert any(all(f"| {c} |" in ln for c in cells[:4]) for ln in r.output.splitlines()), row
