@@ -44,8 +44,10 @@ def _json_default(o):  # noqa: ANN001, ANN202
 def follow(path: str, start: str, state: str | None, jsonl: bool, serve: str | None,
            engine: str, include_ignored: bool, vanish_timeout: float, poll: bool,
            telemetry: str | None = None) -> None:
-    """Follow a live server log like tail -F (rotation, truncation, re-creation) and print
-    its events as they are written.
+    """Follow a live server log like tail -F (rotation, truncation, re-creation): on a
+    terminal a live view per slot (phase now, depth, cached tokens, prefill and decode t/s,
+    acceptance, a sparkline of recent decode t/s); with --jsonl one JSON object per event;
+    with --serve Prometheus /metrics (contrib/grafana has a dashboard).
 
     Exit codes: 0 stopped (Ctrl-C, SIGTERM); 1 the file vanished for good; 2 bad input (a
     directory, unreadable, a bad state file, the --serve port in use).
