@@ -17,8 +17,10 @@ Rules every wrapper keeps (``check_wrapper`` verifies them):
 :data:`CATALOGUE` holds the same functions with data about them: ``source`` (where the shape was
 seen), ``provenance`` (how well it is known, :data:`PROVENANCE_LEVELS`), ``layer`` (``app``,
 ``container``, ``host``, ``paste``, inside out), and the flags ``inserts`` (adds lines: the record
-count changes), ``escapes`` (the line is quoted in the wrapper's syntax) and ``suffix`` (text
-after the line). :func:`compose` applies several in a row (innermost first), :func:`random_stack`
+count changes), ``escapes`` (the line is quoted in the wrapper's syntax), ``suffix`` (text
+after the line) and ``separates`` (its own lines stand between the physical lines of a multi-line
+record, e.g. a header line before every line; other inserting wrappers never insert before a
+continuation line). :func:`compose` applies several in a row (innermost first), :func:`random_stack`
 draws a plausible stack (one wrapper per layer at most). Write wrapped lines joined by ``"\n"``:
 the CRLF wrappers leave their ``"\r"`` at the end of each line.
 
@@ -50,6 +52,7 @@ class WrapperInfo:
     suffix: bool = False  # text stands after the server line (padding, "\r", "**", file:line)
     provenance: str = ""  # how well the shape is known: see PROVENANCE_LEVELS
     layer: str = ""  # where it sits, inside out: "app", "container", "host", "paste"
+    separates: bool = False  # its own lines stand between the physical lines of one record
 
     @property
     def doc(self) -> str:
@@ -234,11 +237,17 @@ def _go_quote(s: str) -> str:
 
 def _interleave(lines: list[str], rng: random.Random, make: Callable[[], str],
                 rate: float) -> list[str]:
-    """Insert ``make()`` lines between the bare ones, about ``rate`` per bare line."""
+    """Insert ``make()`` lines between the bare ones, about ``rate`` per bare line.
+
+    Never before a continuation line (one that starts with a space, a tab or ``\r``, like the
+    lines of llama-server's multi-line summary): a record written at once stays together.
+    """
     out: list[str] = []
     for ln in lines:
-        while rng.random() < rate:
-            out.append(make())
+        body = ln[1:] if ln[:1] in ("\0", "\1") else ln
+        if body[:1] not in (" ", "\t", "\r"):
+            while rng.random() < rate:
+                out.append(make())
         out.append(ln)
     return out
 
@@ -326,7 +335,7 @@ def lmstudio(lines: list[str], rng: random.Random) -> list[str]:
     c = _Clock(rng)
     out: list[str] = []
     for ln in lines:
-        if rng.random() < 0.04:
+        if ln[:1] not in (" ", "\t", "\r") and rng.random() < 0.04:
             t = c.tick()
             out += [f"{t:%Y-%m-%d %H:%M:%S} [DEBUG]",
                     f" LlamaV4: {rng.choice(_APP_MESSAGES).lower()}"]
@@ -1276,7 +1285,7 @@ def ollama(lines: list[str], rng: random.Random) -> list[str]:
     out: list[str] = []
     for ln in lines:
         c.tick(ln)
-        while rng.random() < 0.08:
+        while ln[:1] not in (" ", "\t", "\r") and rng.random() < 0.08:
             out.append(app())
         out.append(ln)
     return out
@@ -1400,6 +1409,8 @@ _PROVENANCE = {
     "unix_bracket": "notes", "moreutils_ts": "tool", "ray_sglang_engine": "issue",
     "log_ui_pipe": "notes",
 }
+# a header line of their own before every physical line, continuation lines included
+_SEPARATES = {"lmstudio", "grafana_panel_copy"}
 _CONTAINERS = {"docker_compose", "compose_color", "docker_json", "cri", "podman_ts",
                "docker_desktop"}
 _HOSTS_LAYER = {"grafana_panel_copy", "journald_short", "journald_odd_ident", "journald_de",
@@ -1416,7 +1427,8 @@ for _name, _info in list(CATALOGUE.items()):
     _layer = ("container" if _name in _CONTAINERS else "host" if _name in _HOSTS_LAYER
               else "paste" if _name in _PASTES else "app")
     CATALOGUE[_name] = WrapperInfo(_info.name, _info.fn, _info.source, _info.inserts,
-                                   _info.escapes, _info.suffix, _PROVENANCE[_name], _layer)
+                                   _info.escapes, _info.suffix, _PROVENANCE[_name], _layer,
+                                   _name in _SEPARATES)
 
 
 def random_stack(rng: random.Random) -> list[str]:
