@@ -38,6 +38,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -850,7 +851,11 @@ def readme(recipes: list[Recipe], exps: dict[str, dict]) -> str:
             flags.append("no alarm")
         cells = [f"`{r.name}.log`", r.engine, r.cls, r.seen, src, steps, figs, ", ".join(flags)]
         rows.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
-    wrappers = "\n".join(f"- `{n}` [{i.provenance}]: {i.title} Source: {i.source}."
+    def flags(i: Any) -> str:
+        on = [f for f in ("inserts", "escapes", "suffix", "separates") if getattr(i, f)]
+        return ", ".join([i.layer, *on])
+
+    wrappers = "\n".join(f"- `{n}` [{i.provenance}; {flags(i)}]: {i.title} Source: {i.source}."
                          for n, i in CATALOGUE.items())
     levels = "\n".join(f"- `{k}`: {v}" for k, v in PROVENANCE_LEVELS.items())
     return f"""# Wild corpus: server logs as they arrive through wrappers and pastes
@@ -898,7 +903,9 @@ Notes:
 
 ## Wrapper classes of `tests/wrappers.py`
 
-How well each shape is known:
+How well each shape is known (first tag), then the layer (`app`, `container`, `host`, `paste`,
+inside out) and the flags of `tests/wrappers.py` (`inserts` own lines, `escapes` the server line,
+puts a `suffix` after it, `separates` the lines of one multi-line record):
 
 {levels}
 
