@@ -60,7 +60,9 @@ class WrapperInfo:
 
     @property
     def title(self) -> str:
-        return self.doc.splitlines()[0] if self.doc else self.name
+        """The docstring's first paragraph, on one line."""
+        first = self.doc.split("\n\n")[0] if self.doc else self.name
+        return " ".join(part.strip() for part in first.splitlines())
 
 
 CATALOGUE: dict[str, WrapperInfo] = {}
