@@ -111,7 +111,10 @@ def test_prefill_by_depth_reproduces_the_chunks_within_1pct(h200):
     for d, tps in solo_chunks(pts).select("depth", "tps").iter_rows():
         row = tab.filter(pl.col("depth_lo") <= d, pl.col("depth_hi") > d).row(0, named=True)
         assert abs(row["tps"] / tps - 1) < 0.01, d
-    req = prefill_by_depth(h200).filter(pl.col("kind") == "requests")
+    req = prefill_by_depth(h200).filter(pl.col("kind") != "chunks")
+    fresh = prefill_by_depth(h200).filter(pl.col("kind") == "fresh prompts")
+    assert fresh.filter(pl.col("depth_lo") <= 100001, pl.col("depth_hi") > 100001)[
+        "ttft_s"].to_list() == [pytest.approx(11.20531)]
     assert req.height and (req["n_shared"] == 0).all()
     # overhead removed: faster than raw, by the fit's c
     assert (req["tps_no_overhead"] > req["tps"]).all()

@@ -6,18 +6,20 @@ TTFT, raw t/s, t/s with the fixed overhead removed), measured from the log inste
 * ``chunks`` rows: the intervals between two ``prompt processing`` progress lines of one
   request (one ``n_batch`` chunk each, timed on the server clock): no fixed overhead, so
   raw and overhead-removed t/s are the same number.
-* ``requests`` rows: whole prompts (``prompt eval time``, exact per request) with at least
-  64 computed tokens; ``tps_no_overhead`` = tokens / (seconds − c), c from the prefill fit;
+* ``fresh prompts`` (cached prefix < 256) and ``prompts on a cache`` rows: whole prompts
+  (``prompt eval time``, exact per request) with at least 64 computed tokens; ``tps_no_overhead`` = tokens / (seconds − c), c from the prefill fit;
   ``ttft_s`` = the server's prompt eval time (it excludes queueing: see
   :mod:`logscope.analysis.timeline`).
 
 By default only *solo* stretches count (no other request in progress, so nothing shared the
-GPU); ``shared=True`` adds the others, counted in ``n_shared``. Rows are depth buckets by the
-middle of each stretch: linear buckets ``step`` tokens wide (default 2048, llama-server's
+GPU); ``shared=True`` adds the others, counted in ``n_shared``. Rows are depth buckets: a
+chunk by its middle, a request by the context after its prompt (cached + computed, so the
+TTFT of a fresh 100k prompt is in the 100k row): linear buckets ``step`` tokens wide (default 2048, llama-server's
 default ``n_batch``: one chunk per bucket), or ``step=None`` for half-octave buckets
 (2^(k/2): 4k, 5.8k, 8k, 11k, 16k, …), the compact profile the report leads with. t/s of a
-bucket = its tokens / its seconds (time-weighted), at ``depth`` = the token-weighted mean
-depth of its stretches; ``fit_tps`` is the fit's 1/(a + b·depth) there.
+bucket = its tokens / its seconds (time-weighted); ``depth`` = the token-weighted mean of its
+stretches' middles, where ``fit_tps`` is the fit's 1/(a + b·depth) (for a request: its mean
+rate without the overhead, as the model has it).
 
 :func:`decode_by_depth` groups the exact per-request decode rates by depth at the middle of
 the decode (half-octave buckets) and by how many other requests were in progress during
@@ -82,11 +84,16 @@ def prefill_by_depth(logs, label: str | None = None, step: int | None = 2048,
         pts = pts.filter(~pl.col("shared").fill_null(False))
     if pts.height == 0:
         return pl.DataFrame(schema=PREFILL_SCHEMA)
-    lo, hi = _bucket_expr(pl.col("depth"), step)
     is_req = pl.col("source") == "llama:request"
+    # requests by the context after the prompt (a TTFT "at 100k" is that of a 100k prompt),
+    # chunks by their middle
+    lo, hi = _bucket_expr(pl.when(is_req).then(pl.col("d0") + pl.col("tokens"))
+                          .otherwise(pl.col("depth")), step)
     secs_no = pl.when(is_req).then(
         pl.col("seconds") - (c if c is not None else float("nan"))).otherwise(pl.col("seconds"))
-    g = (pts.with_columns(kind=pl.when(is_req).then(pl.lit("requests"))
+    g = (pts.with_columns(kind=pl.when(is_req & (pl.col("d0") < 256))
+                          .then(pl.lit("fresh prompts"))
+                          .when(is_req).then(pl.lit("prompts on a cache"))
                           .otherwise(pl.lit("chunks")),
                           depth_lo=lo, depth_hi=hi, _secs_no=secs_no)
          .group_by("kind", "depth_lo", "depth_hi")
@@ -106,11 +113,13 @@ def prefill_by_depth(logs, label: str | None = None, step: int | None = 2048,
         .alias("tps_no_overhead"),
         (1 / (a + b * pl.col("depth")) if a is not None else pl.lit(None, pl.Float64))
         .alias("fit_tps"),
-        pl.when(pl.col("kind") == "requests").then(pl.lit(EXACT)).otherwise(pl.lit(TICK))
+        pl.when(pl.col("kind") == "chunks").then(pl.lit(TICK)).otherwise(pl.lit(EXACT))
         .alias("exactness"),
     ).with_columns(pl.col("tps_no_overhead").fill_nan(None))
     return (out.select(list(PREFILL_SCHEMA)).cast(PREFILL_SCHEMA)
-            .sort("depth_lo", pl.col("kind").replace({"requests": "0", "chunks": "1"})))
+            .sort("depth_lo", pl.col("kind").replace({"fresh prompts": "0",
+                                                      "prompts on a cache": "1",
+                                                      "chunks": "2"})))
 
 
 def _others_during(req: pl.DataFrame, rows: pl.DataFrame) -> np.ndarray:

@@ -361,7 +361,7 @@ def fit_prefill(points: pl.DataFrame, min_tokens: int = 64,
     out.update(valid=True)
     for d in at:
         if n_ctx and d > n_ctx:
-            out["refused"][d] = f"beyond the slot's context ({n_ctx:,} tokens)"
+            out["refused"][d] = f"beyond the slot's context, {n_ctx:,} tokens"
         elif d > hi * EXTRAPOLATE or d < lo / EXTRAPOLATE:
             out["refused"][d] = (f"outside the measured depths {lo:,.0f}–{hi:,.0f} "
                                  f"(×{EXTRAPOLATE} at most)")

@@ -446,7 +446,7 @@ def render(rep: dict, fmt: str = "md") -> str:
         prof = rep["depth_profile"].filter(pl.col("label") == name)
         if prof.height:
             parts.append("Prefill by depth (solo: nothing else ran; chunks = between progress "
-                         "lines, exact server clock; requests = whole prompts, exact; "
+                         "lines, exact server clock; prompts = whole prompts, exact; "
                          "TTFT = server prompt eval)\n")
             parts.append(_md_table(
                 ["depth", "measured", "n", "tokens each", "t/s", "t/s, overhead removed",
