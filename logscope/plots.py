@@ -441,8 +441,8 @@ def card(logs, label: str | None = None) -> Figure:
             ax.xaxis.set_major_formatter(_kfmt)
             ax.set_ylim(bottom=0)
             ax.legend(fontsize=7)
-            ax.set_title("Prefill t/s vs depth (filled: exact per request, solo; grey: "
-                         "shared the GPU)", fontsize=10)
+            ax.set_title("Prefill t/s vs depth (filled: solo request, exact; grey: shared)",
+                         fontsize=10)
         panels.append(("prefill", draw_prefill))
     else:
         win = decode_windows(logs, name).filter(pl.col("source") != "llama:tg_3s")
@@ -545,9 +545,10 @@ def card(logs, label: str | None = None) -> Figure:
     ax_h.axis("off")
     hl = ["Headline (passive: measured from the log)"]
     if fit["valid"]:
+        short = {"solo": "solo", "no other prompt (other slots decoding)": "beside decode"}
         hl.append(f"prefill model: c {fit['c_ms']:,.0f} ms, r² "
                   + ("—" if fit["r2"] is None else f"{fit['r2']:.3f}")
-                  + f" ({fit['basis']})")
+                  + f" ({short.get(fit['basis'], 'shared incl.')})")
         hl += [f"  @ {d:>7,}  {v:>9,.0f} t/s" + ("  (beyond data)" if fit["extrapolated"][d]
                                                   else "")
                for d, v in fit["predict"].items() if v is not None]
