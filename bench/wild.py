@@ -582,7 +582,8 @@ RECIPES: list[Recipe] = [
            "Python wrappers of llama-server (subprocess readers)", L_TS, ["pylog_default"]),
     Recipe("llama-ansi-line-journald-monotonic", "llama-server",
            "coloured whole lines under journalctl -o short-monotonic",
-           "systemd units with colour forced on", L_GEN, ["ansi_line", "journald_short_monotonic"]),
+           "systemd units with colour forced on", L_GEN, ["ansi_line", "journald_short_monotonic"],
+           note="as `journalctl -a` shows it (without -a, lines with ESC print as blob data)"),
     # --------------------------------------------------------------------- SGLang
     Recipe("sglang-ray-actor", "sglang", "Ray actor `(SGLangEngine pid=N) `",
            "issue 12 (`(SGLangEngine pid=…)`)", S + "v0.4.4-retract-pressure.log",

@@ -668,7 +668,7 @@ def markdown_bold(lines: list[str], rng: random.Random) -> list[str]:
 
     ``**WARNING 10-02 09:14:20 scheduler.py:1089] Sequence group 12 is preempted by ...**``
     """
-    return [f"**{_body(ln)}**{_cr(ln)}" for ln in lines]
+    return [f"**{_body(ln)}**{_cr(ln)}" if _body(ln).strip() else ln for ln in lines]
 
 
 @_register("gutter_cat_n", "`cat -n` output pasted")
