@@ -22,7 +22,8 @@ from __future__ import annotations
 import json
 import re
 
-ANSI = r"(?:\x1b|\^\[|ESC)\[[0-9;]*[A-Za-z]|\[[0-9]{1,2}(?:;[0-9]{1,2})*m"
+ANSI = (r"(?:\x1b|\^\[|ESC|\\x1b|\\u001b|\\033|\\e)\[[0-9;]*[A-Za-z]"
+        r"|\[[0-9]{1,2}(?:;[0-9]{1,2})*m")
 # trailing padding: terminal copies pad with spaces, Windows ends in CR, Markdown pastes in ** or `
 PADDING = " \t\r\x0b\x0c*`"
 # a column a logging handler prints after the message (Rich's ``   serve.py:118``)
@@ -89,8 +90,10 @@ def split_records(text: str) -> list[str]:
 
 
 def unescape(inner: str) -> str:
-    """A quoted embedding's text: ``\\"`` and ``\\\\`` unescaped, ``\\t`` a tab."""
-    return _UNESCAPE_RX.sub(r"\1", inner).replace("\\t", "\t")
+    """A quoted embedding's text: ``\\"`` and ``\\\\`` unescaped, ``\\t`` a tab, and colour
+    codes escaped as ``\\x1b[..m`` / ``\\u001b[..m`` removed."""
+    text = _UNESCAPE_RX.sub(r"\1", inner).replace("\\t", "\t")
+    return _ANSI_RX.sub("", text) if "\\" in text or "\x1b" in text else text
 
 
 def strip_line(raw: str) -> tuple[dict[str, str | None], str]:
@@ -102,30 +105,35 @@ def strip_line(raw: str) -> tuple[dict[str, str | None], str]:
     if SUFFIX_HINT in text:
         text = _SUFFIX_RX.sub("", text)
     outer = None
-    if text.startswith("{"):
+    if text.endswith("}") and '{"' in text:
         outer, text = _json_entry(text)
     elif EMBED_HINT in text and (m := _EMBED_RX.match(text)):
         outer, text = m.group("outer"), unescape(m.group("inner")).rstrip(PADDING)
     return {"outer": outer}, text
 
 
-def _json_entry(text: str) -> tuple[str | None, str]:
-    """docker json-file ``{"log": ..., "time": ...}`` -> (its time, the line); llama.cpp's era
-    A/C objects -> (None, their text form); anything else unchanged."""
+def _json_entry(line: str) -> tuple[str | None, str]:
+    """A JSON object, alone or after a prefix: docker json-file / fluent-bit
+    ``{"log": ..., "time": ...}`` -> (its time, the line); llama.cpp's era A/C objects -> (the
+    prefix, their text form); anything else unchanged (None, line)."""
+    at = line.find('{"')
+    outer, text = (line[:at] or None), line[at:]
     if '"log":' in text:
         try:
             obj = json.loads(text)
         except (ValueError, RecursionError):
             return None, text
         if isinstance(obj, dict) and isinstance(obj.get("log"), str):
-            inner = obj["log"].rstrip(PADDING + "\n")
-            if inner.startswith("{"):
-                inner = json_entry_to_text(inner)
+            inner = _ANSI_RX.sub("", obj["log"]).rstrip(PADDING + "\n")
+            nested = None
+            if inner.endswith("}") and '{"' in inner:  # llama.cpp's JSON inside docker's
+                nested, inner = _json_entry(inner)
             when = obj.get("time") or obj.get("@timestamp") or obj.get("date") or ""
             if isinstance(when, int | float):  # fluent-bit: unix seconds
                 when = f"{when:.6f}"
-            return f"{when} {obj.get('stream', '')} ", inner
-    return None, json_entry_to_text(text)
+            return f"{outer or ''}{when} {obj.get('stream', '')} {nested or ''}", inner
+    rendered = json_entry_to_text(text)
+    return (outer, rendered) if rendered is not text else (None, line)
 
 
 def json_entry_to_text(text: str) -> str:
@@ -174,11 +182,14 @@ def strip_frame(lines, first_row: int = 0):  # noqa: ANN001, ANN201 - polars imp
         text = df.get_column("text")
         got = text.gather(at).str.extract_groups(EMBED).struct.unnest()
         inner = (got.get_column("inner").str.replace_all(r'\\(["\\])', "${1}")
-                 .str.replace_all("\\t", "\t", literal=True).str.strip_chars_end(PADDING))
+                 .str.replace_all("\\t", "\t", literal=True).str.replace_all(ANSI, "")
+                 .str.strip_chars_end(PADDING))
         df = df.with_columns(text.scatter(at, inner.fill_null(text.gather(at))),
                              df.get_column("outer").scatter(at, got.get_column("outer")))
-    # JSON entries (docker json-file, llama.cpp era A/C): rare, so decoded in Python
-    is_json = df.select(pl.col("text").str.starts_with("{")).to_series()
+    # JSON entries (docker json-file, llama.cpp era A/C), alone or after a prefix: rare, so
+    # decoded in Python
+    is_json = df.select(pl.col("text").str.ends_with("}")
+                        & pl.col("text").str.contains('{"', literal=True)).to_series()
     if is_json.any():
         at = is_json.arg_true()
         text = df.get_column("text")

@@ -21,7 +21,7 @@ from . import sources
 from .engines import Fields, Stream, drop_temp, model_for
 from .frontend import strip_frame
 from .grammar import ENGINES, available_engines, load_grammar
-from .parse import DTYPES, EVENT, IGNORED, OTHER, UNRECOGNIZED, classify
+from .parse import DTYPES, EVENT, IGNORED, OTHER, PHASES, UNRECOGNIZED, classify
 
 COMMON_COLUMNS = ["file", "line", "run", "engine", "ts", "ts_source", "ts_inferred", "t_rel",
                   "level", "slot", "task", "variant"]
@@ -181,12 +181,12 @@ def parse_batch(raw: pl.Series, file: str, engines: list[str] | None = None, *,
     out = Batch({}, {}, {}, pl.DataFrame(schema={"file": pl.String, "n": pl.UInt32}),
                 lines.height, first_row)
     rest = lines
-    # every engine's known formats first, then every engine's catch-alls (drift, other)
-    for known in (True, False):
+    # every engine's event formats, then every engine's ignored ones, then the catch-alls
+    for phase in PHASES:
         for eng in engines:
             if rest.height == 0:
                 break
-            res = classify(rest, load_grammar(eng), model_for(eng).row_fields, known)
+            res = classify(rest, load_grammar(eng), model_for(eng).row_fields, phase)
             rest = res.rest
             if res.rows.height:
                 _merge(out, eng, res)

@@ -240,7 +240,16 @@ def is_weak(v: Variant) -> bool:
     return v.kind in (IGNORED, OTHER)
 
 
-KNOWN = ("event", IGNORED)  # the kinds of the first pass over every engine; then the rest
+# ingest passes over every engine three times: events, then known ignored lines, then the
+# catch-alls (drift claims, ``other``); within a pass the leftmost message wins
+PHASES = ("event", IGNORED, "rest")
+
+
+def phase_of(v: Variant) -> str:
+    """The pass a variant runs in (see :data:`PHASES`)."""
+    if v.kind in ("claimed", OTHER):
+        return "rest"
+    return IGNORED if v.kind == IGNORED else "event"
 
 
 def _env_nonempty(g: CompiledGrammar) -> str:
@@ -249,7 +258,7 @@ def _env_nonempty(g: CompiledGrammar) -> str:
 
 
 def classify(lines: pl.DataFrame, g: CompiledGrammar,
-             row_fields: tuple[str, ...] = ("slot", "task"), known: bool | None = None
+             row_fields: tuple[str, ...] = ("slot", "task"), phase: str | None = None
              ) -> Classified:
     """Run one engine grammar over ``lines`` (columns ``_row``, ``text``, optionally ``outer``).
 
@@ -258,15 +267,15 @@ def classify(lines: pl.DataFrame, g: CompiledGrammar,
     ``prefix``, decoded by :mod:`logscope.envelope`. So ``print_timings: prompt eval time = ...``
     is era B's line, not a bare continuation line behind a prefix ``print_timings: ``. A plain
     variant (ignored, other) counts after a prefix only with the engine's own envelope or a
-    wrapper's marks in the prefix. ``known`` True runs the event and ignored variants only,
-    False the others (``claimed``, ``other``): ingest runs every engine's known formats before
-    any engine's catch-alls, so no engine's drift rule takes another engine's line."""
+    wrapper's marks in the prefix. ``phase`` (one of :data:`PHASES`; None: all) runs that pass's
+    variants only: ingest runs every engine's event formats, then every engine's ignored ones,
+    then the catch-alls, so that an event is never lost to a known line found further left
+    (an era-C-looking ``INFO  [...] `` in a wrapper) nor to another engine's drift rule."""
     from .envelope import EVIDENCE, decode_expr_columns
 
     has_outer = "outer" in lines.columns and lines.get_column("outer").null_count() < lines.height
     outer_col = ["outer"] if has_outer else []
-    variants = g.variants if known is None else [
-        v for v in g.variants if (v.kind not in ("claimed", OTHER)) == known]
+    variants = g.variants if phase is None else [v for v in g.variants if phase_of(v) == phase]
     # 1. where each line's message starts, and whose it is. Candidates are routed by literal
     # anchor (one pass per distinct anchor); a variant's located regex runs on its candidates
     # only. A line whose message starts at its first character cannot be beaten: it is settled,
@@ -486,18 +495,18 @@ def locate(g: CompiledGrammar, v: Variant, text: str) -> tuple[str, str] | None:
 def classify_line(text: str, engines: list[str], outer: str | None = None
                   ) -> tuple[str, str, str, dict[str, Any]] | None:
     """Per-line twin of ``classify`` over already stripped text: (engine, kind, variant, fields).
-    Every engine's known formats are tried before any engine's catch-alls, and within an
-    engine the leftmost message wins (the first variant in grammar order on a tie), as in
-    ingest. ``fields`` holds the envelope's fields, the prefix's decoded ones where the envelope
-    has none (``prefix``, ``wrap_ts``, ...) and the body's."""
+    The passes of :data:`PHASES` run in turn over every engine, and within an engine's pass the
+    leftmost message wins (the first variant in grammar order on a tie), as in ingest.
+    ``fields`` holds the envelope's fields, the prefix's decoded ones where the envelope has
+    none (``prefix``, ``wrap_ts``, ...) and the body's."""
     from .envelope import decode_prefix, has_evidence
 
-    for known in (True, False):
+    for phase in PHASES:
         for engine in engines:
             g = load_grammar(engine)
             best: tuple[int, Variant, str, str] | None = None
             for v in g.variants:
-                if (v.kind not in ("claimed", OTHER)) != known:
+                if phase_of(v) != phase:
                     continue
                 found = locate(g, v, text)
                 if found is None or (best is not None and len(found[0]) >= best[0]):
