@@ -887,6 +887,9 @@ invented values.
 - `no_figures` (router logs: recognised as `sglang-router`, no benchmark figures) and
   `no_server_lines` (the README: exit 1 with the usual message).
 - `inserted_lines` = `lines` − `source_lines_used`; `source_lines` is the size of the bare source.
+- `python bench/wild.py --truth live --check` derives the truth from the working tree's logscope
+  instead of `TRUTH_REV`: a file reported out of date then means the new parser classifies a bare
+  fixture differently from the pinned one (or from its golden, which stops the script).
 
 ## Logs
 
