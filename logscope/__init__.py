@@ -14,13 +14,13 @@ def read(paths: Any, engine: str = "auto", **telemetry: Any) -> Logs:
     """Ingest log files into Polars frames; see :func:`logscope.ingest.read`.
 
     GPU telemetry files among ``paths`` (nvidia-smi ``--query-gpu`` CSV, ``dmon``) are joined
-    to the logs: tables ``gpu_samples`` and ``energy_runs``, the requests' ``energy_j`` columns
-    (null without telemetry); ``telemetry`` takes the options of
+    to the logs: tables ``gpu_samples`` and ``energy_runs``, the requests' ``energy_j``
+    columns; ``telemetry`` takes the options of
     :func:`logscope.telemetry.read_with_telemetry` (``start_time``, ``gpus``, ...).
     """
-    from .telemetry import read_with_telemetry
+    from .telemetry import read as _read
 
-    return read_with_telemetry(paths, engine=engine, **telemetry)
+    return _read(paths, engine=engine, **telemetry)
 
 
 __all__ = ["read", "__version__"]

@@ -337,3 +337,13 @@ def test_live_power_counts_energy_by_phase(tmp_path):
     assert 'logscope_energy_joules_total{phase="prefill"}' in text
     assert 'logscope_energy_joules_total{phase="decode"}' in text
     assert lp.energy["idle"] > 0 and lp.energy["prefill"] > 0 and lp.energy["decode"] > 0
+
+
+def test_logscope_read_unchanged_without_telemetry():
+    from logscope.ingest import read as read_logs
+
+    log = str(H200 / "generated-gpu-colors-tty.log")
+    assert set(logscope.read(log).tables) == set(read_logs(log).tables)
+    both = logscope.read([log, str(H200 / "generated-gpu-colors-tty.smi.csv")])
+    assert {"gpu_samples", "energy_runs"} <= set(both.tables)
+    assert both["requests"]["energy_j"].null_count() == 0

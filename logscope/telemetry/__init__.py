@@ -95,6 +95,18 @@ def read_with_telemetry(paths: list[str] | tuple[str, ...] | str, engine: str = 
     return attach(logs, samples, start_time=start_time, gpus=gpus, net_of_idle=net_of_idle)
 
 
-__all__ = ["read_with_telemetry", "read_samples", "split_inputs", "kind_of", "attach",
+def read(paths: list[str] | tuple[str, ...] | str, engine: str = "auto", **options: Any) -> Any:
+    """``logscope.read``: server logs only, as before, unless telemetry is among ``paths`` (or
+    given as ``telemetry=[...]``); then :func:`read_with_telemetry`."""
+    from ..ingest import read as read_logs
+
+    logs_paths, tele = split_inputs(paths)
+    if not tele and not options.get("telemetry"):
+        return read_logs(paths, engine=engine)
+    return read_with_telemetry(logs_paths, engine, telemetry=tele + list(
+        options.pop("telemetry", None) or []), **options)
+
+
+__all__ = ["read", "read_with_telemetry", "read_samples", "split_inputs", "kind_of", "attach",
            "share_energy", "stretches", "ENERGY_COLUMNS", "SCHEMA", "ClockError",
            "TelemetryError", "QUERY", "QUERY_NOHEADER", "DMON"]

@@ -358,17 +358,19 @@ def attach(logs, samples: pl.DataFrame | None, *, start_time: float | None = Non
     Example: ``attach(logscope.read("server.log"), read_samples(["gpu.csv"]))``
     """
     req = logs.tables.get("requests")
-    if req is None:
-        logs.tables["gpu_samples"] = samples if samples is not None else _empty_samples()
-        return logs
-    req = req.drop([c for c in ENERGY_COLUMNS if c in req.columns])
-    if samples is None or samples.height == 0 or req.height == 0 or "t_start" not in req.columns:
-        logs.tables["requests"] = req.with_columns(
-            pl.lit(None, dt).alias(c) for c, dt in ENERGY_COLUMNS.items())
-        logs.tables["gpu_samples"] = samples if samples is not None else _empty_samples()
-        logs.tables["energy_runs"] = pl.DataFrame(schema=RUN_SCHEMA)
+    if samples is None:  # no telemetry: the energy columns only, null
+        if req is not None:
+            logs.tables["requests"] = req.drop([c for c in ENERGY_COLUMNS if c in req.columns]) \
+                .with_columns(pl.lit(None, dt).alias(c) for c, dt in ENERGY_COLUMNS.items())
         return logs
     logs.tables["gpu_samples"] = samples
+    logs.tables["energy_runs"] = pl.DataFrame(schema=RUN_SCHEMA)
+    if req is None or req.height == 0 or "t_start" not in req.columns or samples.height == 0:
+        if req is not None:
+            logs.tables["requests"] = req.drop([c for c in ENERGY_COLUMNS if c in req.columns]) \
+                .with_columns(pl.lit(None, dt).alias(c) for c, dt in ENERGY_COLUMNS.items())
+        return logs
+    req = req.drop([c for c in ENERGY_COLUMNS if c in req.columns])
     power = Power(samples, gpus)
     if not power.series:
         raise ClockError("no power.draw samples in the telemetry"
