@@ -110,13 +110,13 @@ def ingest(paths: tuple[str, ...], out: str | None, dataset: str | None, workers
             f"found in {logs.lines} line(s) of {len(logs.files)} file(s); is this a server log? "
             "(try --engine, or `logscope explain FILE:LINE`)", err=True)
         sys.exit(NoServerLines.exit_code)
-    from ._telemetry import attach_each
-
-    logs = attach_each([logs], telemetry)[0]  # tables gpu_samples, energy_runs
     if tz:
         logs = clock.apply_tz(logs, tz)
     if start is not None:
         logs = clock.anchor_start(logs, start)
+    from ._telemetry import attach_each
+
+    logs = attach_each([logs], telemetry)[0]  # tables gpu_samples, energy_runs
     if out:
         try:
             written = write_tables(logs.tables, Path(out))

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-EXACT_CLOCK = ("unix", "wrapper", "anchored:wrapper")
+EXACT_CLOCK = ("unix", "wrapper", "anchored:wrapper", "anchored:start-time")
 UTIL_WINDOW_S = 0.5  # utilisation: the share of a short window before the sample that was busy
 POWER_WINDOW_S = 1.0  # power.draw / dmon pwr: an average over the last second
 ENERGY_COLUMNS = {"energy_j": pl.Float64, "prefill_energy_j": pl.Float64,
