@@ -347,3 +347,20 @@ def test_logscope_read_unchanged_without_telemetry():
     both = logscope.read([log, str(H200 / "generated-gpu-colors-tty.smi.csv")])
     assert {"gpu_samples", "energy_runs"} <= set(both.tables)
     assert both["requests"]["energy_j"].null_count() == 0
+
+
+def test_clock_found_in_hours_of_idle_telemetry():
+    """Two hours of idle samples before the run: the same offset, found in a few seconds."""
+    from datetime import timedelta
+
+    name = "generated-gpu-pressure-np4-ctxshift"
+    s = read_samples(str(H200 / f"{name}.smi.csv"))
+    first = s["ts"].min()
+    pad = pl.DataFrame({"ts": pl.datetime_range(
+        first - timedelta(hours=2), first - timedelta(seconds=0.5), timedelta(milliseconds=500),
+        eager=True, time_zone="UTC")}).with_columns(
+        pl.lit(0).alias("gpu"), pl.lit(79.0).alias("power_w"), pl.lit(0).alias("util_gpu_pct"),
+        pl.lit("nvidia-smi-query").alias("source"))
+    big = pl.concat([pad, s], how="diagonal_relaxed").select(s.columns).cast(s.schema)
+    logs = attach(logscope.read(str(H200 / f"{name}.log")), big.sort("gpu", "ts"))
+    assert abs(logs["energy_runs"]["clock_offset_s"].item() - TRUE_START[name]) < 1.0

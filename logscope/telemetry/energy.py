@@ -275,8 +275,9 @@ def estimate_offset(st: pl.DataFrame, power: Power, log_end: float) -> dict[str,
     A candidate offset scores the correlation, over the samples, between utilisation and the
     share of the 0.5 s before each sample in which a request computed (prefill or decode), plus
     the same for power over the 1 s before each sample (power.draw is a one-second average).
-    Offsets are searched over the whole telemetry span, coarse to fine (down to 5 ms). Returns
-    ``offset_s``, ``r`` (the best score over the number of signals used: a correlation) and
+    Offsets are searched over the whole telemetry span, coarse to fine (down to 5 ms); a coarse
+    step looks through a window at least as wide as the step, so no peak falls between steps.
+    Returns ``offset_s``, ``r`` (the best score over the number of signals used: a correlation) and
     ``spread_s`` (how far apart the offsets scoring within 0.02 of the best lie: how sharply the
     fit is pinned), or None without computing time or varying telemetry.
     """
@@ -289,27 +290,35 @@ def estimate_offset(st: pl.DataFrame, power: Power, log_end: float) -> dict[str,
     if not refs:
         return None
 
-    def score(offsets: np.ndarray) -> np.ndarray:
+    first, last = float(busy.m[0, 0]), float(busy.m[-1, 1])
+
+    def score(offsets: np.ndarray, step: float) -> np.ndarray:
         out = np.zeros(len(offsets))
         for (t, y), w in refs:
             yc = (y - y.mean()) / y.std()
+            n = len(t)
+            width = max(w, step)  # a coarse step looks through a window as wide: no aliasing
+            # the busy share is 0 outside the log's busy span: only the samples inside count
+            i0 = np.searchsorted(t, first + offsets)
+            i1 = np.searchsorted(t, last + offsets + width, side="right")
             for i, o in enumerate(offsets):
-                b = busy.fraction(t - o, w)
-                sd = b.std()
-                if sd > 0:
-                    out[i] += float(np.mean((b - b.mean()) / sd * yc))
+                b = busy.fraction(t[i0[i]:i1[i]] - o, width)
+                mean = b.sum() / n
+                var = (b * b).sum() / n - mean * mean
+                if var > 1e-12:
+                    out[i] += float((b * yc[i0[i]:i1[i]]).sum() / n / np.sqrt(var))
         return out / len(refs)
 
     lo, hi = span[0] - log_end, span[1]
     step = max(0.05, (hi - lo) / 4000)
     grid = np.arange(lo, hi + step, step)
-    sc = score(grid)
+    sc = score(grid, step)
     best, top = float(grid[int(np.argmax(sc))]), float(sc.max())
     near = grid[sc >= top - 0.02]
     while step > 0.005:
         step = max(step / 10, 0.005)
         fine = np.arange(best - 10 * step, best + 10 * step, step)
-        sf = score(fine)
+        sf = score(fine, step)
         best, top = float(fine[int(np.argmax(sf))]), max(top, float(sf.max()))
     return {"offset_s": best, "r": top, "spread_s": float(near.max() - near.min())}
 
