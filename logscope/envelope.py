@@ -57,9 +57,10 @@ HOST = (rf"^(?:{ISO_TS.replace('?P<', '?P<h_')}|{SYSLOG_TS}) (?P<host>[^\s\[:]+)
         r"[^\s:\[]+(?:\[[0-9]+\])?: ")
 SERVICE = r"^(?P<service>[A-Za-z0-9][A-Za-z0-9_.-]*) +\| "
 
-# a prefix that shows a wrapper was there: whitespace, a clock, a level, a gutter, a process tag,
-# a compose bar (what lets a line whose message has no header of its own count as the engine's)
-EVIDENCE = (r"^\s*$|^\s*[0-9]+\s*$|[0-9]{2}:[0-9]{2}:[0-9]{2}|pid=[0-9]|\|\s*$|"
+# a prefix that shows a wrapper was there: whitespace or a Markdown quote, a clock, a level, a
+# gutter, a process tag, a compose bar (what lets a line whose message has no header of its own
+# count as the engine's)
+EVIDENCE = (r"^[\s>|]*$|^\s*[0-9]+\s*$|[0-9]{2}:[0-9]{2}:[0-9]{2}|pid=[0-9]|\|\s*$|"
             r"(?i:\b(?:trace|debug|info|notice|warn|warning|error|critical|fatal)\b)")
 
 FIELDS: dict[str, pl.DataType] = {

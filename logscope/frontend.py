@@ -133,7 +133,34 @@ def _json_entry(line: str) -> tuple[str | None, str]:
                 when = f"{when:.6f}"
             return f"{outer or ''}{when} {obj.get('stream', '')} {nested or ''}", inner
     rendered = json_entry_to_text(text)
-    return (outer, rendered) if rendered is not text else (None, line)
+    if rendered is not text:
+        return outer, rendered
+    got = _structured_entry(text)
+    if got is not None:
+        return f"{outer or ''}{got[0]}", got[1]
+    return None, line
+
+
+# the keys of a structured logger's entry (python-json-logger, structlog, zap, bunyan, pino)
+MESSAGE_KEYS = ("message", "msg")
+TIME_KEYS = ("asctime", "time", "timestamp", "ts", "@timestamp")
+LEVEL_KEYS = ("levelname", "level", "severity")
+
+
+def _structured_entry(text: str) -> tuple[str, str] | None:
+    """A structured logger's JSON entry -> (its time and level, the message), or None."""
+    try:
+        obj = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(obj, dict):
+        return None
+    msg = next((obj[k] for k in MESSAGE_KEYS if isinstance(obj.get(k), str)), None)
+    if msg is None:
+        return None
+    when = next((str(obj[k]) for k in TIME_KEYS if obj.get(k) is not None), "")
+    level = next((str(obj[k]) for k in LEVEL_KEYS if obj.get(k) is not None), "")
+    return f"{when} {level} ", _ANSI_RX.sub("", msg).rstrip(PADDING + "\n")
 
 
 def json_entry_to_text(text: str) -> str:
@@ -143,8 +170,9 @@ def json_entry_to_text(text: str) -> str:
         obj = json.loads(text)
     except (ValueError, RecursionError):  # not JSON, or nested too deep for json (hostile input)
         return text
-    if not isinstance(obj, dict) or "level" not in obj or not ("msg" in obj or "message" in obj):
-        return text
+    if not isinstance(obj, dict) or "level" not in obj or "function" not in obj \
+            or not ("msg" in obj or "message" in obj):
+        return text  # llama.cpp's objects name the C function; other loggers' do not
     msg = obj.pop("msg", None)
     if msg is None:
         msg = obj.pop("message", "")

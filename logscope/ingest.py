@@ -27,12 +27,16 @@ COMMON_COLUMNS = ["file", "line", "run", "engine", "ts", "ts_source", "ts_inferr
                   "level", "slot", "task", "variant"]
 # columns an engine model may add to its event rows (kept in the kind tables when present)
 MODEL_COLUMNS = {"basis": pl.String, "counter": pl.String, "mean_acceptance_length_raw": pl.Float64,
-                 "primary_rank": pl.Boolean, "prefix": pl.String}
+                 "primary_rank": pl.Boolean, "partial": pl.Boolean, "prefix": pl.String}
 MAX_DIAGNOSTICS = 200  # lark explains at most this many unrecognized lines per ingest
 # lark's Earley parser is superlinear on long lines (an 8 KB SGLang batch line takes seconds):
 # it reads at most this much of one line, and this much in all per ingest (no hang on hostile input)
 MAX_DIAGNOSTIC_CHARS = 1_000
 DIAGNOSTIC_BUDGET_CHARS = 40_000
+
+
+# engines whose routers log beside them: a log of router lines only is reported as the router's
+ROUTERS = {"sglang": "sglang-router"}
 
 
 class NoServerLines(Exception):
@@ -366,6 +370,14 @@ class Assembler:
                 parts.setdefault(kind, []).append(
                     _kind_table(sub, kinds[kind], fields.get(kind), temp))
 
+    def _router_only(self, eng: str) -> bool:
+        """Whether every line of ``eng`` is a router's (``ignored_router_*``): a router log."""
+        if eng not in ROUTERS:
+            return False
+        variants = pl.concat([c.filter(pl.col("engine") == eng).select("variant")
+                              for c in self.classified]).get_column("variant")
+        return variants.len() > 0 and bool(variants.str.starts_with("ignored_router").all())
+
     def result(self, files: list[FileStats]) -> Logs:
         for eng, stream in self.streams.items():
             self._emit(eng, *stream.flush())
@@ -381,7 +393,7 @@ class Assembler:
             if eng not in self.with_events:
                 # only known-ignored or unknown lines of this engine: its log, with no events
                 if eng in self.with_ignored:
-                    found.append(eng)
+                    found.append(ROUTERS.get(eng, eng) if self._router_only(eng) else eng)
                 continue
             found.append(eng)
             stream = self.streams[eng]
@@ -404,6 +416,11 @@ class Assembler:
                     if {"file", "line"} <= set(t.columns):
                         t = t.sort("file", "line", maintain_order=True)
                 tables[name] = t
+        if self.with_events:
+            # a line shared by engines (uvicorn's access log under SGLang and vLLM) goes to the
+            # first engine tried: an engine with only such lines is not listed beside one
+            # with events
+            found = [e for e in found if e in self.with_events]
         no_events = [e for e in self.streams if e not in self.with_events]
         lines = (_stack(self.classified) if self.classified
                  else _classified(pl.DataFrame(schema=CLASSIFIED_SCHEMA)))

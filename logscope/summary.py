@@ -44,8 +44,13 @@ def render(logs: Logs) -> str:
         out.extend(_drift_lines(logs))
     out.append(f"{s['lines']} lines in {len(logs.files)} file(s): engines "
                f"{', '.join(s['engines']) or 'none'}, {s['runs']} server run(s)")
+    routers = [e for e in s["engines"] if e.endswith("-router")]
+    if routers:
+        out.append(f"  {', '.join(routers)} log: a router prints no benchmark figures; ingest "
+                   "the logs of the servers behind it")
     ev = sum(s["events"].values())
-    out.append(f"  {ev} events, {s['ignored']} ignored, {s['unrecognized']} unrecognized")
+    out.append(f"  {ev} events, {s['ignored']} ignored, {s['other']} other (a server's lines "
+               f"with no known format and no figure: no alarm), {s['unrecognized']} unrecognized")
     bad = sum(f.bad_utf8 for f in logs.files)
     capped = sum(f.capped for f in logs.files)
     if bad or capped:

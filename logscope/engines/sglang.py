@@ -54,6 +54,9 @@ class SglangStream(Stream):
             .then(pl.lit(BASIS_WINDOW)).alias("basis"),
             # retraction and startup lines are printed once per TP rank: count rank 0 only
             (pl.col("tp_rank").fill_null(0) == 0).alias("primary_rank"),
+            # a line a terminal copy cut (``*_damaged``): its intact items are kept, but the
+            # item beside a cut may itself be short, so the row says so
+            pl.when(pl.col("variant").str.ends_with("_damaged")).then(True).alias("partial"),
         )
         return self.runs(df), fields
 
