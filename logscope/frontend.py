@@ -35,7 +35,7 @@ EMBED = (r'^(?P<outer>.*?\b(?:line|msg|message|log)=)"(?P<inner>(?:[^"\\]|\\.)+)
 
 # vLLM records glued onto one line (a tqdm bar or a lost newline before the next record): a
 # record start — optional process prefixes, LEVEL MM-DD HH:MM:SS — right after a non-space
-GLUED = (r"(\S)((?:\([A-Za-z_0-9]+ pid=[0-9]+\) )*(?:INFO|WARNING|ERROR|DEBUG|CRITICAL) "
+GLUED = (r"([^\s:*>|])((?:\([A-Za-z_0-9]+ pid=[0-9]+\) )*(?:INFO|WARNING|ERROR|DEBUG|CRITICAL) "
          r"[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2})")
 
 # Rust regex's \s (Unicode White_Space); Python's \s also matches the separators \x1c-\x1f
