@@ -132,15 +132,25 @@ def test_silent_helper_does_not_import_rich():
 # (a) the CLI under CliRunner (stderr is not a TTY)
 
 
+def _summary(path) -> str:  # noqa: ANN001
+    """What ``logscope ingest`` prints: the summary, then what it says about the clock."""
+    from logscope.clock import clock_notes
+
+    logs = logscope.read(str(path))
+    return "".join(line + "\n" for line in [summary_mod.render(logs), *clock_notes(logs)])
+
+
 def test_cli_ingest_not_a_tty_output_unchanged(monkeypatch):
     monkeypatch.setattr(progress_mod, "DELAY_S", 0.0)  # a bar would show at once if it could
     r = CliRunner().invoke(cli, ["ingest", str(LOG)])
     assert r.exit_code == 0, r.output
     assert r.stderr == ""
-    assert r.stdout == summary_mod.render(logscope.read(str(LOG))) + "\n"
+    assert r.stdout == _summary(LOG)
     j = CliRunner().invoke(cli, ["ingest", "--json", str(LOG)])
     assert j.stderr == ""
-    assert json.loads(j.stdout) == logscope.read(str(LOG)).summary()
+    got = json.loads(j.stdout)
+    assert got.pop("clock")[0]["sources"]  # where each file's wall clock came from
+    assert got == logscope.read(str(LOG)).summary()
 
 
 def test_cli_ingest_feeds_the_bar(monkeypatch):
@@ -175,7 +185,7 @@ def test_subprocess_ingest_stderr_not_a_tty_is_silent():
                        capture_output=True, text=True, env=_env())
     assert r.returncode == 0, r.stderr
     assert r.stderr == ""
-    assert r.stdout == summary_mod.render(logscope.read(str(LOG))) + "\n"
+    assert r.stdout == _summary(LOG)
     # the same with no delay: still nothing, because stderr is a pipe
     r = subprocess.run([sys.executable, "-c", RUN_NO_DELAY, "ingest", str(LOG)],
                        capture_output=True, text=True, env=_env())
