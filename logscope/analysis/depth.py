@@ -7,19 +7,20 @@ TTFT, raw t/s, t/s with the fixed overhead removed), measured from the log inste
   request (one ``n_batch`` chunk each, timed on the server clock): no fixed overhead, so
   raw and overhead-removed t/s are the same number.
 * ``fresh prompts`` (cached prefix < 256) and ``prompts on a cache`` rows: whole prompts
-  (``prompt eval time``, exact per request) with at least 64 computed tokens; ``tps_no_overhead`` = tokens / (seconds − c), c from the prefill fit;
+  (``prompt eval time``, exact per request) with at least 64 computed tokens;
+  ``tps_no_overhead`` = tokens / (seconds − c), c from the prefill fit;
   ``ttft_s`` = the server's prompt eval time (it excludes queueing: see
   :mod:`logscope.analysis.timeline`).
 
 By default only *solo* stretches count (no other request in progress, so nothing shared the
 GPU); ``shared=True`` adds the others, counted in ``n_shared``. Rows are depth buckets: a
 chunk by its middle, a request by the context after its prompt (cached + computed, so the
-TTFT of a fresh 100k prompt is in the 100k row): linear buckets ``step`` tokens wide (default 2048, llama-server's
-default ``n_batch``: one chunk per bucket), or ``step=None`` for half-octave buckets
-(2^(k/2): 4k, 5.8k, 8k, 11k, 16k, …), the compact profile the report leads with. t/s of a
-bucket = its tokens / its seconds (time-weighted); ``depth`` = the token-weighted mean of its
-stretches' middles, where ``fit_tps`` is the fit's 1/(a + b·depth) (for a request: its mean
-rate without the overhead, as the model has it).
+TTFT of a fresh 100k prompt is in the 100k row): linear buckets ``step`` tokens wide
+(default 2048, llama-server's default ``n_batch``: one chunk per bucket), or ``step=None``
+for half-octave buckets (2^(k/2): 4k, 5.8k, 8k, 11k, 16k, …), the compact profile the report
+leads with. t/s of a bucket = its tokens / its seconds (time-weighted); ``depth`` = the
+token-weighted mean of its stretches' middles, where ``fit_tps`` is the fit's 1/(a +
+b·depth) (for a request: its mean rate without the overhead, as the model has it).
 
 :func:`decode_by_depth` groups the exact per-request decode rates by depth at the middle of
 the decode (half-octave buckets) and by how many other requests were in progress during
