@@ -98,7 +98,7 @@ def run_batch(path: str, expect: int, chunk_bytes: int = 0) -> tuple[str, str]:
             if small != s:
                 diff = {k: (s[k], small[k]) for k in s if s[k] != small.get(k)}
                 return "fail", f"chunk_bytes={chunk_bytes} changes the summary: {str(diff)[:300]}"
-        total = sum(s["events"].values()) + s["ignored"] + s["unrecognized"]
+        total = sum(s["events"].values()) + s["ignored"] + s["other"] + s["unrecognized"]
         records = s.get("records", s["lines"])  # > lines where glued vLLM records were split
         if s["lines"] != expect:
             return "fail", f"lines {s['lines']} != {expect} in the file"

@@ -211,8 +211,8 @@ def _explain_text(text: str, engines: list[str], outer: str | None = None) -> di
                     "format": doc, "fields": fields if cls == EVENT else {}, "prefix": prefix,
                     "envelope": {k: v for k, v in decode_prefix(prefix or "").items()
                                  if v is not None}})
-        if cls == UNRECOGNIZED:
-            out["diagnostics"] = {eng: diagnose(eng, text)}
+        if cls == UNRECOGNIZED:  # lark reads the message, from where the patterns found it
+            out["diagnostics"] = {eng: diagnose(eng, text[len(prefix or ""):])}
     else:
         out["diagnostics"] = {e: diagnose(e, text) for e in engines}
     out["why"] = WHY[out["class"]].format(engine=out["engine"], variant=out["variant"])

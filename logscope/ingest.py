@@ -21,7 +21,7 @@ from . import sources
 from .engines import Fields, Stream, drop_temp, model_for
 from .frontend import strip_frame
 from .grammar import ENGINES, available_engines, load_grammar
-from .parse import DTYPES, EVENT, IGNORED, OTHER, PHASES, UNRECOGNIZED, classify
+from .parse import DTYPES, EVENT, IGNORED, OTHER, PHASES, UNRECOGNIZED, classify, header_prefix
 
 COMMON_COLUMNS = ["file", "line", "run", "engine", "ts", "ts_source", "ts_inferred", "t_rel",
                   "level", "slot", "task", "variant"]
@@ -525,9 +525,11 @@ def _unrecognized(parts: list[pl.DataFrame]) -> pl.DataFrame:
         if i >= MAX_DIAGNOSTICS or budget <= 0:
             diags.append(None)
             continue
+        g = load_grammar(eng)
         head = text[:MAX_DIAGNOSTIC_CHARS]
+        head = head[len(header_prefix(g, head)):]  # lark reads from the engine's own header
         budget -= len(head)
-        diag = load_grammar(eng).explain(head)
+        diag = g.explain(head)
         if len(text) > len(head):
             diag += f" (lark read the first {len(head)} of {len(text)} characters)"
         diags.append(diag)

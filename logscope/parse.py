@@ -202,6 +202,8 @@ def _env_field(g: CompiledGrammar, group: str) -> str:
 
 
 MAX_RETRIES = 8  # later starts tried when a match begins inside a word
+_WORD_HEX = [f"{ord(c):02x}" for c in
+             "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_"]
 
 
 def _locate(cand: pl.DataFrame, located: str) -> pl.DataFrame | None:
@@ -213,8 +215,9 @@ def _locate(cand: pl.DataFrame, located: str) -> pl.DataFrame | None:
     if pos.null_count() == pos.len():
         return None
     found = cand.with_columns(pos.alias("_pos")).filter(pl.col("_pos").is_not_null())
-    before = pl.col("text").cast(pl.Binary).bin.slice(pl.col("_pos") - 1, 1).cast(pl.String)
-    inside = (pl.col("_pos") > 0) & before.str.contains(WORD_CHAR)
+    # the byte before the match, as hex (it may be a UTF-8 continuation byte: no word character)
+    before = pl.col("text").cast(pl.Binary).bin.slice(pl.col("_pos") - 1, 1).bin.encode("hex")
+    inside = (pl.col("_pos") > 0) & before.is_in(_WORD_HEX)
     done: list[pl.DataFrame] = []
     for _ in range(MAX_RETRIES):
         bad = found.select(inside).to_series()
@@ -492,6 +495,25 @@ def locate(g: CompiledGrammar, v: Variant, text: str) -> tuple[str, str] | None:
     return None
 
 
+def header_prefix(g: CompiledGrammar, text: str) -> str:
+    """The text before the engine's own header in a line that a catch-all took (a drift claim
+    matches the whole line): where its ``other`` rules would find the message, else ''. lark's
+    diagnostic of an unrecognized line reads the line from there."""
+    best: str | None = None
+    for v in g.variants:
+        if v.kind != OTHER:
+            continue
+        found = locate(g, v, text)
+        if found is None or (best is not None and len(found[0]) >= len(best)):
+            continue
+        if not v.anchor:
+            env_m = _rx(_env_nonempty(g)).match(found[1])
+            if env_m is None or env_m.end() == 0:
+                continue
+        best = found[0]
+    return best or ""
+
+
 def classify_line(text: str, engines: list[str], outer: str | None = None
                   ) -> tuple[str, str, str, dict[str, Any]] | None:
     """Per-line twin of ``classify`` over already stripped text: (engine, kind, variant, fields).
@@ -526,6 +548,9 @@ def classify_line(text: str, engines: list[str], outer: str | None = None
             if best is None:
                 continue
             _, v, prefix, msg = best
+            if v.kind == "claimed" and not prefix:  # a claim spans the line: find the header
+                prefix = header_prefix(g, text)
+                msg = text[len(prefix):]
             env, body = split_envelope(g, msg)
             m = _rx(v.regex).match(body)
             if m is None:

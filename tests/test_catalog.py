@@ -69,20 +69,26 @@ def test_explain_event_line():
 
 def test_explain_unrecognized_line_gives_lark_diagnostic(tmp_path):
     p = tmp_path / "x.log"
-    p.write_text("2024-05-01T10:00:00Z slot launch_slot_: id  0 | task 7 | processing tasx\n"
-                 "hello\n")
+    p.write_text("2024-05-01T10:00:00Z slot print_timing: id  0 | task 7 | prompt eval time ="
+                 "      17.53 ms /    11 tokenz (    1.59 ms per token,   627.50 tokens per second)\n"
+                 "hello\n"
+                 "2024-05-01T10:00:01Z slot launch_slot_: id  0 | task 7 | processing tasx\n")
     r = catalog.explain(str(p), 1)
-    assert r["wrapper"] == {"wrap_docker": "2024-05-01T10:00:00Z"}
-    assert r["text"].startswith("slot launch_slot_")
+    assert r["prefix"] == "2024-05-01T10:00:00Z "
+    assert r["envelope"]["wrap_ts"] == "2024-05-01T10:00:00.000000Z"
     assert r["class"] == "unrecognized" and r["engine"] == "llama-server"
+    assert "benchmark figure" in r["why"]
     d = r["diagnostics"]["llama-server"]
-    assert d["column"] == 37 and d["unexpected"] == "p" and "'processing task'" in d["expected"]
+    assert d["column"] == 77  # in the message, past the docker timestamp
     out = run("explain", f"{p}:1")
-    assert out.exit_code == 0 and "UNRECOGNIZED" in out.stdout and "column 37" in out.stdout
-    other = catalog.explain(str(p), 2)
-    assert other["class"] == "other" and set(other["diagnostics"]) == set(available_engines())
+    assert out.exit_code == 0 and "UNRECOGNIZED" in out.stdout and "column 77" in out.stdout
+    none = catalog.explain(str(p), 2)
+    assert none["class"] == "none" and set(none["diagnostics"]) == set(available_engines())
     js = json.loads(run("explain", "--json", f"{p}:2").stdout)
-    assert js["class"] == "other"
+    assert js["class"] == "none"
+    # a slot line with no known format and no figure: counted as other, no alarm
+    other = catalog.explain(str(p), 3)
+    assert other["class"] == "other" and "no alarm" in other["why"]
 
 
 def test_explain_agrees_with_ingest(corpus_logs):
@@ -127,16 +133,19 @@ def test_drift_groups_by_shape(tmp_path):
 
 def test_summary_shows_drift_groups(tmp_path):
     p = tmp_path / "d.log"
-    extra = ("0.11.000.000 I slot launch_slot_: id  0 | task 9 | processing tasks v2\n"
-             "0.11.000.001 I slot launch_slot_: id  1 | task 19 | processing tasks v2\n")
+    extra = ("0.11.000.000 I slot print_timing: id  0 | task 9 | n_gen = 12, tg = 30.5 t/s v2\n"
+             "0.11.000.001 I slot print_timing: id  1 | task 19 | n_gen = 40, tg = 31.5 t/s v2\n"
+             "0.11.000.002 I slot launch_slot_: id  1 | task 19 | processing tasks v2\n")
     p.write_text(LOG.read_text() + extra)
     r = run("ingest", str(p))
     assert r.exit_code == 0, r.output
     lines = r.stdout.splitlines()
     assert lines[0].startswith("!! 2 line(s)")
-    shape = "N I slot launch_slot_: id N | task N | processing tasks vN"
+    shape = "N I slot print_timing: id N | task N | n_gen = N, tg = N t/s vN"
     assert f"2 × llama-server: {shape}" in lines[1]
-    assert "e.g." in lines[2] and "processing tasks v2" in lines[2]
+    assert "e.g." in lines[2] and "tg = 30.5 t/s v2" in lines[2]
+    # the slot line with no figure is no alarm: counted as other
+    assert "1 other" in r.stdout
 
 
 def test_explain_glued_vllm_records(tmp_path):

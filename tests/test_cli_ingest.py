@@ -28,7 +28,7 @@ def test_json_contract_counts_every_line():
     s = json.loads(r.stdout)
     assert set(s) >= {"lines", "events", "requests", "unrecognized", "engines"}
     assert s["lines"] == len(LOG.read_text().splitlines())
-    assert sum(s["events"].values()) + s["ignored"] + s["unrecognized"] == s["lines"]
+    assert sum(s["events"].values()) + s["ignored"] + s["other"] + s["unrecognized"] == s["lines"]
     assert s["engines"] == ["llama-server"]
     assert s["requests"] == 6
 

@@ -110,7 +110,7 @@ def check(data: bytes, tmp: Path) -> dict:
     # split (``records``); each record is an event, an ignored line or an unrecognized one
     records = s.get("records", s["lines"])
     assert records >= s["lines"]
-    assert sum(s["events"].values()) + s["ignored"] + s["unrecognized"] == records, s
+    assert sum(s["events"].values()) + s["ignored"] + s["other"] + s["unrecognized"] == records, s
     un = logs["unrecognized"]
     assert un.height == s["unrecognized"]
     if un.height:
@@ -185,7 +185,7 @@ def test_edge_cases(tmp_path, case):
     }[case]
     s = check(data, tmp_path)
     if case == "mb_line":
-        assert s["files"][0]["capped"] == 1 and s["unrecognized"] >= 1
+        assert s["files"][0]["capped"] == 1 and s["other"] >= 1  # a slot line, no figure
     if case in ("deep_json", "mb_line"):
         assert s["requests"] >= 6
 
@@ -232,7 +232,8 @@ def test_per_line_path_agrees_with_batch(tmp_path, seed):
             hit = classify_line(record, engines)
             if hit is not None:
                 kind = hit[1]
-                per.append((kind if kind in ("ignored", "unrecognized") else "event", kind))
+                per.append((kind if kind in ("ignored", "other", "unrecognized") else "event",
+                            kind))
         # a line no engine takes has no row in lines_classified (counted as ignored)
         assert sorted(per) == sorted(batch.get(i, [])), (i, raw)
 
@@ -242,7 +243,7 @@ def test_long_unrecognized_lines_do_not_hang_the_diagnostics(tmp_path):
     most of an hour): it reads a capped prefix of each, within a budget per ingest."""
     from logscope.ingest import DIAGNOSTIC_BUDGET_CHARS, MAX_DIAGNOSTIC_CHARS
 
-    line = ("[2025-01-02 03:04:05] Decode batch. #running-req: 1, "
+    line = ("[2025-01-02 03:04:05] Decode batch (v9) #running-req: 1, "
             + ", ".join(f"k{i}: {i}" for i in range(800)) + ", garbage")
     p = tmp_path / "long.log"
     p.write_text((line + "\n") * 60)
