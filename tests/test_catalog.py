@@ -70,7 +70,8 @@ def test_explain_event_line():
 def test_explain_unrecognized_line_gives_lark_diagnostic(tmp_path):
     p = tmp_path / "x.log"
     p.write_text("2024-05-01T10:00:00Z slot print_timing: id  0 | task 7 | prompt eval time ="
-                 "      17.53 ms /    11 tokenz (    1.59 ms per token,   627.50 tokens per second)\n"
+                 "      17.53 ms /    11 tokenz (    1.59 ms per token,   627.50 tokens per "
+                 "second)\n"
                  "hello\n"
                  "2024-05-01T10:00:01Z slot launch_slot_: id  0 | task 7 | processing tasx\n")
     r = catalog.explain(str(p), 1)
