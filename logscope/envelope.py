@@ -123,16 +123,10 @@ def decode_frame(df: pl.DataFrame, prefix: str = "prefix") -> pl.DataFrame:
     return df.select(decode_expr_columns(pl.col(prefix)))
 
 
-_RX: dict[str, re.Pattern[str]] = {}
-
-
 def _rx(regex: str) -> re.Pattern[str]:
-    from .frontend import py_regex
+    from .frontend import py_compiled
 
-    pat = _RX.get(regex)
-    if pat is None:
-        pat = _RX[regex] = re.compile(py_regex(regex))
-    return pat
+    return py_compiled(regex)
 
 
 def decode_prefix(prefix: str) -> dict[str, Any]:

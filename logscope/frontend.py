@@ -19,6 +19,7 @@ and per line in Python (follow, explain).
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 
@@ -73,6 +74,13 @@ def py_regex(regex: str) -> str:
                     out.append(lit)
                     i += 1
     return "".join(out)
+
+
+@functools.cache
+def py_compiled(regex: str) -> re.Pattern[str]:
+    """A compiled regex of the per-line paths (follow, explain), with the vectorised path's
+    meaning of ``\\s`` (:func:`py_regex`); compiled once."""
+    return re.compile(py_regex(regex))
 
 
 _GLUED_RX = re.compile(GLUED)

@@ -14,7 +14,7 @@ from typing import Any
 
 import polars as pl
 
-from .frontend import py_regex, strip_line
+from .frontend import py_compiled, strip_line
 from .grammar import FLOAT_LIST, CompiledGrammar, Variant, convert, extract_fields, load_grammar
 
 DTYPES: dict[str, pl.DataType] = {
@@ -451,15 +451,7 @@ def _decode_prefix(rows: pl.DataFrame, env_fields: dict[str, str], decode) -> pl
 
 
 _DUP_GROUP = re.compile(r"^(?P<field>.+)__\d+$")
-_PY_RX: dict[str, re.Pattern[str]] = {}
-
-
-def _rx(regex: str) -> re.Pattern[str]:
-    """A compiled regex of the per-line path, with the vectorised path's meaning of ``\\s``."""
-    pat = _PY_RX.get(regex)
-    if pat is None:
-        pat = _PY_RX[regex] = re.compile(py_regex(regex))
-    return pat
+_rx = py_compiled
 
 
 def split_envelope(g: CompiledGrammar, text: str) -> tuple[dict[str, Any], str]:
