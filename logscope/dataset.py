@@ -118,14 +118,21 @@ def identity(path: str | os.PathLike, head_bytes: int = HEAD_BYTES) -> dict[str,
 
 
 def _probe(path: str | os.PathLike, head_bytes: int = HEAD_BYTES) -> tuple[dict[str, Any], bytes]:
-    """:func:`identity` and the head bytes it hashed (to compare shorter stored fingerprints)."""
-    real = os.path.realpath(path)
-    with open(real, "rb") as f:
-        head = f.read(head_bytes)
-        st = os.fstat(f.fileno())
-    return ({"realpath": real, "size": st.st_size, "head_bytes": len(head),
-             "head_sha256": hashlib.sha256(head).hexdigest(), "inode": [st.st_dev, st.st_ino]},
-            head)
+    """:func:`identity` and the head bytes it hashed (to compare shorter stored fingerprints).
+    An fsspec URL is its own realpath and has no inode."""
+    path = os.fspath(path)
+    real = _real(path)
+    if _is_url(path):
+        with _open_bin(path) as f:
+            head = f.read(head_bytes)
+        size, _, inode = _stat(path)
+    else:
+        with open(real, "rb") as f:
+            head = f.read(head_bytes)
+            st = os.fstat(f.fileno())
+        size, inode = st.st_size, [st.st_dev, st.st_ino]
+    return ({"realpath": real, "size": size, "head_bytes": len(head),
+             "head_sha256": hashlib.sha256(head).hexdigest(), "inode": inode}, head)
 
 
 def _is_log_of(entry: dict[str, Any], head: bytes, size: int) -> bool:
@@ -165,37 +172,75 @@ def _new_part_hash(ident: dict[str, Any], taken: set[str]) -> str:
     return h
 
 
+def _is_url(path: str) -> bool:
+    return "://" in path
+
+
+def _real(path: str) -> str:
+    """The key of a file in the manifest: its realpath, or a URL (``s3://...``) as given."""
+    return path if _is_url(path) else os.path.realpath(path)
+
+
+def _open_bin(path: str):  # noqa: ANN202 - a binary file object (local, or through fsspec)
+    if not _is_url(path):
+        return open(path, "rb")  # noqa: SIM115 - the caller closes it
+    import fsspec
+
+    return fsspec.open(path, "rb").open()
+
+
+def _stat(path: str) -> tuple[int, float | None, list[int] | None]:
+    """(size, mtime, inode ``[st_dev, st_ino]``) of a local file or an fsspec URL (no inode)."""
+    if not _is_url(path):
+        st = os.stat(path)
+        return st.st_size, st.st_mtime, [st.st_dev, st.st_ino]
+    import fsspec
+
+    fs, _, (p,) = fsspec.get_fs_token_paths(path)
+    info = fs.info(p)  # FileNotFoundError (an OSError) if it is not there
+    mt = info.get("mtime", info.get("LastModified", info.get("updated")))
+    mtime = mt.timestamp() if hasattr(mt, "timestamp") else (float(mt) if mt else None)
+    return int(info.get("size") or 0), mtime, None
+
+
 def read_part(path: str, start_byte: int = 0, start_line: int = 0, engine: str = "auto",
               run_offset: int = 0) -> dict[str, Any]:
     """Ingest the complete lines of ``path`` from byte ``start_byte`` on, numbering them from
     ``start_line + 1`` (the part of a grown file); ``run`` is shifted by ``run_offset``.
+    ``path`` is a local path or an fsspec URL (``s3://bucket/host/server.log``).
 
     Built on ``logscope.ingest.read_inputs`` (streamed in blocks, as ``logscope.read``), so the
     frames are those of ``logscope.read`` for the same lines. Returns the tables, the byte
     offset of the end of the last complete line, the number of lines, the host and the per-file
     stats.
     """
+    import gzip
+
     import polars as pl
 
     from . import sources
     from .envelope import host_expr
     from .ingest import Input, NoServerLines, read_inputs
 
-    p = Path(path)
-    if not p.is_file():
-        raise sources.InputError(f"{path}: no such file")
-    mtime = p.stat().st_mtime
-    with open(p, "rb") as f:
+    if not _is_url(path):
+        sources.check(path)
+    size, mtime, _ = _stat(path)
+    with _open_bin(path) as f:
         gz = f.read(2) == b"\x1f\x8b"
     state = {"end": start_byte, "host": None}
 
     def complete_lines():  # noqa: ANN202 - the blocks of complete lines after start_byte
-        with open(p, "rb") as f:
+        with _open_bin(path) as f:
             f.seek(start_byte)
             for block in sources.blocks(f, path):
                 if not block.endswith(b"\n"):
                     break  # a line still being written: the next ingest takes it
                 state["end"] += len(block)
+                yield sources.chunk(block)
+
+    def all_lines():  # noqa: ANN202 - gzip: the whole file, no append (as sources.stream)
+        with _open_bin(path) as f, gzip.GzipFile(fileobj=f, mode="rb") as g:
+            for block in sources.blocks(g, path):
                 yield sources.chunk(block)
 
     def find_host(lines: pl.DataFrame) -> None:
@@ -207,9 +252,9 @@ def read_part(path: str, start_byte: int = 0, start_line: int = 0, engine: str =
         if hosts.len():
             state["host"] = hosts[0]
 
-    if gz:  # gzip: the whole file, no append
-        chunks, _, _ = sources.stream(path)
-        state["end"] = p.stat().st_size
+    if gz:
+        chunks = all_lines()
+        state["end"] = size
     else:
         chunks = complete_lines()
     try:
@@ -219,7 +264,7 @@ def read_part(path: str, start_byte: int = 0, start_line: int = 0, engine: str =
         logs = e.args[0]
     end, host = state["end"], state["host"]
     if not host:
-        parent = os.path.basename(os.path.dirname(os.path.realpath(path)))
+        parent = os.path.basename(os.path.dirname(_real(path).rstrip("/")))
         host = parent or "local"
     stats = logs.files[0]
     n = stats.lines
@@ -231,29 +276,79 @@ def read_part(path: str, start_byte: int = 0, start_line: int = 0, engine: str =
     for df in tables.values():
         if "run" in df.columns and df.height and df["run"].max() is not None:
             last_run = max(last_run, int(df["run"].max()))
-    pending = 0 if gz else p.stat().st_size - end
+    pending = 0 if gz else size - end
     return {"path": path, "tables": tables, "end_byte": end, "lines": n, "host": host,
             "pending_bytes": max(pending, 0),
             "engines": logs.engines, "stats": stats.__dict__, "last_run": last_run}
 
 
-def _task(args: tuple) -> dict[str, Any]:
-    return read_part(*args)
+def ingest_file(job: dict[str, Any]) -> dict[str, Any]:
+    """One file's whole ingest, where it runs (this process, a pool process, a Dask worker):
+    read, parse and model it (:func:`read_part`), write its Parquet parts into the dataset
+    ``job["out"]``, and return only the small record the manifest needs (no frames).
+
+    ``job``: ``path``, ``start_byte``, ``start_line``, ``engine``, ``run_offset``, ``fhash``
+    (the part names' ``<file-hash>``), ``out`` (the dataset directory, which every worker must
+    be able to write), and ``old``, the manifest entry the file continues (or None).
+    """
+    res = read_part(job["path"], job["start_byte"], job["start_line"], job["engine"],
+                    job["run_offset"])
+    if job["old"] is not None:
+        res = _as_log(res, job["old"])
+    parts = _write_tables(res, Path(job["out"]), job["fhash"], job["start_byte"])
+    return {"index": job["index"], "path": res["path"], "end_byte": res["end_byte"],
+            "lines": res["lines"], "host": res["host"], "engines": res["engines"],
+            "last_run": res["last_run"], "pending_bytes": res["pending_bytes"], "parts": parts}
 
 
-def _resilient(results, tasks: list[tuple]):  # noqa: ANN001, ANN202
-    """Results of the pool; if it breaks (a worker killed, or spawn cannot re-import a
-    ``__main__`` read from stdin), the remaining files are ingested in this process."""
-    done = 0
-    try:
-        for res in results:
-            done += 1
-            yield res
-    except BrokenProcessPool:
-        warnings.warn("logscope: the worker processes failed; ingesting the remaining files in "
-                      "this process", RuntimeWarning, stacklevel=3)
-        for t in tasks[done:]:
-            yield _task(t)
+def ingest_chain(jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The unit of parallel work: the files of one rotation chain (``server.log``,
+    ``server.log.1``, ``server.log.2.gz``), one after the other, renamed logs first."""
+    return [ingest_file(job) for job in jobs]
+
+
+_ROTATED = re.compile(r"(\.\d+)?(\.gz)?$")
+
+
+def chain_key(path: str) -> str:
+    """The rotation chain a file belongs to: its path without logrotate's ``.N`` / ``.N.gz``."""
+    return _ROTATED.sub("", _real(path), count=1)
+
+
+def _chains(jobs: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    by: dict[str, list[dict[str, Any]]] = {}
+    for job in jobs:
+        by.setdefault(chain_key(job["path"]), []).append(job)
+    return list(by.values())
+
+
+def _local_map(units: list[list[dict[str, Any]]], workers: int | None):  # noqa: ANN202
+    """The records of ``units`` run in this process or a spawned process pool (``workers``);
+    yields each unit's records as it completes. If the pool breaks (a worker killed, or spawn
+    cannot re-import a ``__main__`` read from stdin), the remaining units run here."""
+    n = workers or min(os.cpu_count() or 1, len(units))
+    if n <= 1 or len(units) <= 1:
+        yield from map(ingest_chain, units)
+        return
+    from concurrent.futures import as_completed
+
+    # spawn: forking a process that already runs Polars' thread pool can deadlock
+    with ProcessPoolExecutor(max_workers=n, mp_context=get_context("spawn")) as pool:
+        futures = {pool.submit(ingest_chain, u): i for i, u in enumerate(units)}
+        done: set[int] = set()
+        try:
+            for fut in as_completed(futures):
+                done.add(futures[fut])
+                yield fut.result()
+        except BrokenProcessPool:
+            warnings.warn("logscope: the worker processes failed; ingesting the remaining files "
+                          "in this process", RuntimeWarning, stacklevel=3)
+            for i, u in enumerate(units):
+                if i not in done:
+                    yield ingest_chain(u)
+        finally:
+            for fut in futures:
+                fut.cancel()
 
 
 def _load_manifest(out: Path) -> dict[str, Any]:
@@ -310,40 +405,87 @@ def _write_tables(res: dict[str, Any], out: Path, fhash: str, offset: int) -> li
 
 
 def ingest_to_dataset(paths: list[str] | tuple[str, ...] | str, out_dir: str | os.PathLike,
-                      engine: str = "auto", workers: int | None = None) -> dict[str, Any]:
-    """Ingest log files (paths or globs) into the Parquet dataset ``out_dir`` (see the module
-    docstring), one file per task in a process pool of ``workers`` (default
-    ``min(cpu count, files)``; 1 runs in this process). Workers are spawned (not forked: Polars'
-    threads do not survive a fork), so a script calling this with workers > 1 needs the usual
-    ``if __name__ == "__main__":`` guard.
+                      engine: str = "auto", workers: int | None = None,
+                      scheduler: Any = None) -> dict[str, Any]:
+    """Ingest log files (paths, globs or fsspec URLs) into the Parquet dataset ``out_dir`` (see
+    the module docstring). The unit of work is a file with its rotation chain (``server.log``,
+    ``server.log.1``, ``server.log.2.gz``): one task reads, parses and models it and writes its
+    own Parquet parts; only a small record per file comes back, and this process, the sole
+    writer of ``_manifest.json`` (under ``DIR/.lock``), merges them.
+
+    Where the tasks run: ``scheduler=None`` (default) in a process pool of ``workers`` (default
+    ``min(cpu count, chains)``; 1 runs in this process); else on Dask
+    (:func:`logscope.distributed.runner`): ``"local:N"`` (a ``LocalCluster`` of N worker
+    processes, started and closed here), ``"tcp://host:port"`` (an existing scheduler), a
+    ``dask.distributed.Client``, or ``"processes"`` / ``"threads"`` (Dask's local schedulers).
+    Workers must be able to read the logs and write ``out_dir`` (a shared filesystem on a
+    cluster). Pool and ``local:N`` workers are spawned (not forked: Polars' threads do not
+    survive a fork), so a script calling this needs the usual ``if __name__ == "__main__":``
+    guard.
 
     Returns ``{"ingested": new files, "appended": grown files, "skipped": unchanged files,
     "renamed": files found to be a recorded log under a new name (also counted as appended or
     skipped; their per-file detail has ``renamed_from``, the path the log was recorded under),
     "lines": lines added, "parts": Parquet files written, "pending_bytes": bytes of unfinished
     last lines (no newline yet) left for the next ingest, "files": [per-file detail]}``.
+
+        >>> ingest_to_dataset("logs/**/*.log", "ds/", scheduler="local:2")  # doctest: +SKIP
+        {'ingested': 144, 'appended': 0, 'skipped': 0, 'renamed': 0, ...}
     """
+    from contextlib import nullcontext
+
     from .grammar import ENGINES
 
     if isinstance(paths, str):
         paths = [paths]
     if engine != "auto" and engine not in ENGINES:
         raise ValueError(f"unknown engine {engine!r}; choose auto, {', '.join(ENGINES)}")
-    out = Path(out_dir)
+    if scheduler is not None:
+        from .distributed import runner
+
+        where = runner(scheduler)  # a bad or unreachable scheduler fails before any work
+    else:
+        where = nullcontext(lambda units: _local_map(units, workers))
+    out = Path(out_dir).absolute()
     out.mkdir(parents=True, exist_ok=True)
-    # one writer at a time: a second ingest into the same dataset waits for the first
-    with open(out / ".lock", "w") as lock:
+    with where as run, open(out / ".lock", "w") as lock:
+        # one writer at a time: a second ingest into the same dataset waits for the first
         try:
             import fcntl
 
             fcntl.flock(lock, fcntl.LOCK_EX)
         except ImportError:  # Windows: no lock (do not run two ingests into one dataset)
             pass
-        return _ingest_locked(paths, out, engine, workers)
+        return _ingest_locked(paths, out, engine, run)
+
+
+def _expand(paths: list[str]) -> list[str]:
+    """Local paths and globs as :func:`logscope.sources.expand`; fsspec URLs (globs too)."""
+    from . import sources
+
+    out: list[str] = []
+    for p in paths:
+        if not _is_url(p):
+            out.extend(sources.expand([p]))
+            continue
+        import fsspec
+
+        fs, _, hits = fsspec.get_fs_token_paths(p)
+        proto = p.split("://", 1)[0]
+        hits = [h if "://" in h else f"{proto}://{h}" for h in sorted(hits)]
+        if not hits or not all(fs.isfile(h) for h in hits):
+            raise sources.InputError(f"{p}: no such file" if not _glob(p) else
+                                     f"{p}: no file matches this pattern")
+        out.extend(hits)
+    return out
+
+
+def _glob(p: str) -> bool:
+    return any(c in p for c in "*?[")
 
 
 def _ingest_locked(paths: list[str] | tuple[str, ...], out: Path, engine: str,
-                   workers: int | None) -> dict[str, Any]:
+                   run: Any) -> dict[str, Any]:
     from . import sources
 
     manifest = _load_manifest(out)
@@ -354,14 +496,18 @@ def _ingest_locked(paths: list[str] | tuple[str, ...], out: Path, engine: str,
               "pending_bytes": 0, "files": []}
     probes: list[tuple[str, dict[str, Any], bytes]] = []
     seen: set[str] = set()
-    for p in sources.expand(list(paths)):
+    for p in _expand(list(paths)):
         if p == "-":
             raise sources.InputError("-: stdin cannot be ingested into a dataset (give files)")
-        if not os.path.exists(p):
-            raise sources.InputError(f"{p}: no such file")
-        if os.path.isdir(p):
-            raise sources.InputError(f"{p}: is a directory (give the log files, or a glob)")
-        ident, head = _probe(p)
+        if not _is_url(p):
+            if not os.path.exists(p):
+                raise sources.InputError(f"{p}: no such file")
+            if os.path.isdir(p):
+                raise sources.InputError(f"{p}: is a directory (give the log files, or a glob)")
+        try:
+            ident, head = _probe(p)
+        except OSError as e:
+            raise sources.InputError(f"{p}: cannot read ({e.strerror or e})") from e
         if ident["realpath"] in seen:  # the same file twice in one call
             continue
         seen.add(ident["realpath"])
@@ -379,7 +525,8 @@ def _ingest_locked(paths: list[str] | tuple[str, ...], out: Path, engine: str,
 
     taken = {_part_hash(e) for e in (*files.values(), *displaced.values())}
     moves: list[tuple[str, dict[str, Any], dict[str, Any]]] = []
-    jobs: list[tuple[tuple, dict[str, Any]]] = []
+    jobs: list[dict[str, Any]] = []
+    plan: list[dict[str, Any]] = []
     for i, (p, ident, _) in enumerate(probes):
         old = claims.get(i)
         was = {"renamed_from": old["path"]} if i in renamed else {}
@@ -398,9 +545,13 @@ def _ingest_locked(paths: list[str] | tuple[str, ...], out: Path, engine: str,
         else:
             start_byte, start_line, run_offset, action = 0, 0, 0, "ingested"
             fhash = _new_part_hash(ident, taken)
-        jobs.append(((p, start_byte, start_line, engine, run_offset),
-                     {"ident": ident, "action": action, "old": old, "was": was,
-                      "start_byte": start_byte, "fhash": fhash}))
+        # what the task needs of the entry it continues (the label, the host, the line count)
+        carried = None if old is None else {k: old[k] for k in ("path", "file", "host", "lines")
+                                            if k in old}
+        jobs.append({"path": p, "start_byte": start_byte, "start_line": start_line,
+                     "engine": engine, "run_offset": run_offset, "fhash": fhash,
+                     "out": str(out), "old": carried, "renamed": bool(was)})
+        plan.append({"ident": ident, "action": action, "old": old, "was": was})
 
     for p, ident, old in moves:
         _record(manifest, ident["realpath"], {**old, **_renamed(old, p, ident)}, old)
@@ -408,58 +559,49 @@ def _ingest_locked(paths: list[str] | tuple[str, ...], out: Path, engine: str,
         _write_atomic(out / MANIFEST, json.dumps(manifest, indent=1).encode())
     # renamed logs first: their entries leave the old paths before new files land there (an
     # interrupted run then still finds them by fingerprint)
-    jobs.sort(key=lambda job: not job[1]["was"])
-    tasks = [task for task, _ in jobs]
-    plan = [info for _, info in jobs]
+    order = sorted(range(len(jobs)), key=lambda i: not jobs[i]["renamed"])
+    for n, i in enumerate(order):
+        jobs[i]["index"] = n
+    jobs, plan = [jobs[i] for i in order], [plan[i] for i in order]
 
-    if tasks:
-        n = workers or min(os.cpu_count() or 1, len(tasks))
-        if n <= 1 or len(tasks) == 1:
-            results = map(_task, tasks)
-            pool = None
-        else:  # spawn: forking a process that already runs Polars' thread pool can deadlock
-            pool = ProcessPoolExecutor(max_workers=n, mp_context=get_context("spawn"))
-            results = _resilient(pool.map(_task, tasks), tasks)
-        try:
-            for info, res in zip(plan, results, strict=True):
-                ident, old = info["ident"], info["old"]
-                if old is not None:
-                    res = _as_log(res, old)
-                written = _write_tables(res, out, info["fhash"], info["start_byte"])
-                entry = {
-                    "path": res["path"], "realpath": ident["realpath"],
-                    "file": old.get("file", old["path"]) if old else res["path"],
-                    "part_hash": info["fhash"], "inode": ident["inode"],
-                    "size": ident["size"], "head_bytes": ident["head_bytes"],
-                    "head_sha256": ident["head_sha256"],
-                    "bytes": res["end_byte"], "lines": (old["lines"] if old else 0) + res["lines"],
-                    "last_run": max(res["last_run"], old.get("last_run", 0) if old else 0),
-                    "host": res["host"], "engines": sorted(
-                        set(res["engines"]) | set(old.get("engines", []) if old else [])),
-                    "parts": (old.get("parts", []) if old else []) + written,
-                    "previous_paths": _renamed(old, res["path"], ident)["previous_paths"]
-                    if old else [],
-                    "ingested_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                }
-                # the size we saw is the size we record only if we read up to it; a partial last
-                # line is left for next time (the size check then sees growth)
-                entry["size"] = entry["bytes"] if res["end_byte"] < ident["size"] else ident["size"]
-                _record(manifest, ident["realpath"], entry, old)
-                # after each file: an interrupted run loses at most the file in flight
-                _write_atomic(out / MANIFEST, json.dumps(manifest, indent=1).encode())
-                action = info["action"]
-                if action == "appended" and res["lines"] == 0:
-                    action = "skipped"  # grew by a partial line only: nothing to add yet
-                report[action] += 1
-                report["renamed"] += bool(info["was"])
-                report["lines"] += res["lines"]
-                report["parts"] += len(written)
-                report["pending_bytes"] += res["pending_bytes"]
-                report["files"].append({"file": res["path"], "action": action,
-                                        "lines": res["lines"], **info["was"]})
-        finally:
-            if pool is not None:
-                pool.shutdown(cancel_futures=True)
+    details: dict[int, dict[str, Any]] = {}
+    for records in (run(_chains(jobs)) if jobs else ()):
+        for res in records:  # a chain's records, merged as each chain completes
+            info = plan[res["index"]]
+            ident, old = info["ident"], info["old"]
+            entry = {
+                "path": res["path"], "realpath": ident["realpath"],
+                "file": old.get("file", old["path"]) if old else res["path"],
+                "part_hash": jobs[res["index"]]["fhash"], "inode": ident["inode"],
+                "size": ident["size"], "head_bytes": ident["head_bytes"],
+                "head_sha256": ident["head_sha256"],
+                "bytes": res["end_byte"], "lines": (old["lines"] if old else 0) + res["lines"],
+                "last_run": max(res["last_run"], old.get("last_run", 0) if old else 0),
+                "host": res["host"], "engines": sorted(
+                    set(res["engines"]) | set(old.get("engines", []) if old else [])),
+                "parts": (old.get("parts", []) if old else []) + res["parts"],
+                "previous_paths": _renamed(old, res["path"], ident)["previous_paths"]
+                if old else [],
+                "ingested_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            }
+            # the size we saw is the size we record only if we read up to it; a partial last
+            # line is left for next time (the size check then sees growth)
+            entry["size"] = entry["bytes"] if res["end_byte"] < ident["size"] else ident["size"]
+            _record(manifest, ident["realpath"], entry, old)
+            action = info["action"]
+            if action == "appended" and res["lines"] == 0:
+                action = "skipped"  # grew by a partial line only: nothing to add yet
+            report[action] += 1
+            report["renamed"] += bool(info["was"])
+            report["lines"] += res["lines"]
+            report["parts"] += len(res["parts"])
+            report["pending_bytes"] += res["pending_bytes"]
+            details[res["index"]] = {"file": res["path"], "action": action,
+                                     "lines": res["lines"], **info["was"]}
+        # after each chain: an interrupted run loses at most the chains in flight (their parts,
+        # named by log and offset, are rewritten by the next run, not duplicated)
+        _write_atomic(out / MANIFEST, json.dumps(manifest, indent=1).encode())
+    report["files"].extend(details[i] for i in sorted(details))
     return report
 
 

@@ -27,6 +27,9 @@ next one, and its last line is read to its end, so each line is parsed exactly o
 from __future__ import annotations
 
 import io
+import re
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -185,4 +188,101 @@ def read_dask(paths: list[str] | tuple[str, ...] | str, engine: str = "auto", *,
     return assemble(batches, list(files.values()), mtimes, engines)
 
 
-__all__ = ["Block", "Parsed", "plan", "parse_block", "read_dask", "BLOCK_BYTES"]
+class SchedulerError(ValueError):
+    """A scheduler that cannot be used: not installed, malformed, or unreachable (a user
+    error: the CLI prints it as one line)."""
+
+
+LOCAL_SCHEDULERS = ("processes", "threads", "synchronous")
+CONNECT_TIMEOUT = "10s"
+
+
+@contextmanager
+def runner(scheduler: Any) -> Iterator[Callable[[list], Iterator[Any]]]:
+    """A function that runs :func:`logscope.dataset.ingest_chain` over units of work on
+    ``scheduler`` and yields their results as they complete (the driver merges them).
+
+    ``scheduler``: ``"local:N"`` (a ``dask.distributed.LocalCluster`` of N worker processes,
+    one thread each, created here and closed on exit), ``"tcp://host:port"`` (or any
+    ``proto://`` address: an existing scheduler), a ``dask.distributed.Client`` (used, not
+    closed), or one of Dask's local schedulers ``"processes"``, ``"threads"``,
+    ``"synchronous"``. Raises :class:`SchedulerError` for a missing package, a malformed value
+    or an unreachable scheduler, before any work is sent.
+
+        >>> with runner("local:2") as run:                        # doctest: +SKIP
+        ...     records = list(run([[job_a], [job_b, job_b1]]))
+    """
+    from .dataset import ingest_chain
+
+    if isinstance(scheduler, str) and scheduler in LOCAL_SCHEDULERS:
+        try:
+            import dask
+        except ImportError as e:
+            raise SchedulerError(
+                f"--scheduler {scheduler} needs Dask: pip install 'logscope[dask]'") from e
+
+        def local(units: list) -> Iterator[Any]:
+            tasks = [dask.delayed(ingest_chain, pure=False)(u) for u in units]
+            yield from dask.compute(*tasks, scheduler=scheduler)
+
+        yield local
+        return
+    client, owned = _client(scheduler)
+    try:
+        def on_cluster(units: list) -> Iterator[Any]:
+            from distributed import as_completed
+
+            futures = client.map(ingest_chain, units, pure=False)
+            try:
+                for fut in as_completed(futures, loop=client.loop):
+                    yield fut.result()
+            finally:
+                client.cancel(futures)
+
+        yield on_cluster
+    finally:
+        if owned:
+            cluster = getattr(client, "cluster", None)
+            client.close()
+            if cluster is not None:
+                cluster.close()
+
+
+def _client(scheduler: Any) -> tuple[Any, bool]:
+    """(a ``dask.distributed.Client``, whether it was made here and is to be closed)."""
+    if not isinstance(scheduler, str):
+        if type(scheduler).__name__ == "Client":
+            return scheduler, False
+        raise SchedulerError(f"scheduler {scheduler!r}: not a dask.distributed.Client")
+    local = re.fullmatch(r"local:(\d+)", scheduler)
+    if not local and "://" not in scheduler:
+        raise SchedulerError(
+            f"--scheduler {scheduler}: give local:N, tcp://host:port, "
+            f"{', '.join(LOCAL_SCHEDULERS[:2])}")
+    if local and int(local.group(1)) < 1:
+        raise SchedulerError(f"--scheduler {scheduler}: N must be at least 1")
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError as e:
+        raise SchedulerError(
+            f"--scheduler {scheduler} needs dask.distributed: "
+            "pip install 'logscope[dask]' (or 'dask[distributed]')") from e
+    if local:
+        import logging
+
+        cluster = LocalCluster(n_workers=int(local.group(1)), threads_per_worker=1,
+                               processes=True, dashboard_address=None,
+                               silence_logs=logging.ERROR)
+        try:
+            return Client(cluster, set_as_default=False), True
+        except BaseException:
+            cluster.close()
+            raise
+    try:
+        return Client(scheduler, timeout=CONNECT_TIMEOUT, set_as_default=False), True
+    except (OSError, TimeoutError, ValueError) as e:
+        raise SchedulerError(f"cannot reach the Dask scheduler at {scheduler}: {e}") from e
+
+
+__all__ = ["Block", "Parsed", "plan", "parse_block", "read_dask", "runner",
+           "SchedulerError", "BLOCK_BYTES"]
