@@ -32,6 +32,11 @@ class OneLineErrors(click.Command):
                    "(in parallel; unchanged files are skipped, grown files add their new lines).")
 @click.option("--workers", type=click.IntRange(min=1), default=None,
               help="Processes for --dataset (default: one per CPU, at most one per file).")
+@click.option("--scheduler", default=None, metavar="ADDRESS|local:N|processes|threads",
+              help="Run the --dataset ingest on Dask: tcp://host:port (an existing scheduler), "
+                   "local:N (a LocalCluster of N worker processes), or Dask's local "
+                   "processes/threads schedulers. Each file, with its rotation chain, is one "
+                   "task that writes its own Parquet parts (docs/fleet.md).")
 @click.option("--engine", type=click.Choice(["auto", *ENGINES]), default="auto", show_default=True,
               help="Which server printed the log; auto decides per line.")
 @click.option("--json", "as_json", is_flag=True,
@@ -44,7 +49,7 @@ class OneLineErrors(click.Command):
               help="Zone of a --start-time without offset and of local times a log prints "
                    "without one (SGLang, vLLM); default UTC. E.g. Europe/Berlin, +08:00.")
 def ingest(paths: tuple[str, ...], out: str | None, dataset: str | None, workers: int | None,
-           engine: str, as_json: bool, start_time: str | None = None,
+           scheduler: str | None, engine: str, as_json: bool, start_time: str | None = None,
            tz: str | None = None) -> None:
     """Parse server logs (files, globs, - for stdin, .gz) into event tables.
 
@@ -62,6 +67,8 @@ def ingest(paths: tuple[str, ...], out: str | None, dataset: str | None, workers
     Example: logscope ingest server.log --out frames/
 
     Example: logscope ingest 'logs/**/*.log' --dataset ds/
+
+    Example: logscope ingest 'logs/**/*.log*' --dataset /shared/ds --scheduler tcp://head:8786
     """
     from .. import clock
     from .. import summary as summary_mod
@@ -82,8 +89,14 @@ def ingest(paths: tuple[str, ...], out: str | None, dataset: str | None, workers
         if out is not None:
             click.echo("Error: give --out or --dataset, not both", err=True)
             sys.exit(2)
-        _ingest_dataset(paths, dataset, engine, workers, as_json)
+        if scheduler is not None and workers is not None:
+            click.echo("Error: give --workers or --scheduler, not both", err=True)
+            sys.exit(2)
+        _ingest_dataset(paths, dataset, engine, workers, scheduler, as_json)
         return
+    if scheduler is not None:
+        click.echo("Error: --scheduler is used with --dataset", err=True)
+        sys.exit(2)
 
     from ..telemetry import split_inputs
     from .progress import IngestProgress
@@ -134,12 +147,16 @@ def ingest(paths: tuple[str, ...], out: str | None, dataset: str | None, workers
 
 
 def _ingest_dataset(paths: tuple[str, ...], dataset: str, engine: str, workers: int | None,
-                    as_json: bool) -> None:
+                    scheduler: str | None, as_json: bool) -> None:
     from ..dataset import ingest_to_dataset
+    from ..distributed import SchedulerError
     from ..sources import InputError
 
     try:
-        report = ingest_to_dataset(list(paths), dataset, engine=engine, workers=workers)
+        report = ingest_to_dataset(list(paths), dataset, engine=engine, workers=workers,
+                                   scheduler=scheduler)
+    except SchedulerError as e:
+        raise click.ClickException(str(e)) from e
     except InputError as e:
         click.echo(f"Error: {e}", err=True)
         sys.exit(e.exit_code)
