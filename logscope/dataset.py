@@ -713,10 +713,126 @@ def tables_in(out_dir: str | os.PathLike) -> list[str]:
                   and any(d.glob("engine=*/host=*/date=*/*.parquet")))
 
 
-def scan(out_dir: str | os.PathLike, table: str):  # noqa: ANN201 - polars imported lazily
-    """A LazyFrame over one table of the dataset, with the partition columns as strings."""
+def _parts(out_dir: str | os.PathLike, table: str):  # noqa: ANN202 - a polars DataFrame
+    """The Parquet files of one table and their partition values (``path``, ``engine``,
+    ``host``, ``date``, all strings), read from the directory names alone."""
     import polars as pl
 
-    return pl.scan_parquet(table_glob(out_dir, table), hive_partitioning=True,
-                           hive_schema={k: pl.String for k in PARTITIONS},
-                           missing_columns="insert", extra_columns="ignore")
+    rows = []
+    for f in sorted((Path(out_dir) / table).glob("engine=*/host=*/date=*/*.parquet")):
+        d, h, e = f.parent, f.parent.parent, f.parent.parent.parent
+        rows.append((str(f), e.name[len("engine="):], h.name[len("host="):],
+                     d.name[len("date="):]))
+    return pl.DataFrame(rows, schema={"path": pl.String, **{k: pl.String for k in PARTITIONS}},
+                        orient="row")
+
+
+def _where(where: Any):  # noqa: ANN202 - (polars Expr | None, whether it reads partitions only)
+    """``where`` (a SQL condition, ``"host = 'gpu3' AND date >= '2026-11-01'"``, or a Polars
+    expression) as an expression, and whether it names only partition columns."""
+    import polars as pl
+
+    if where is None:
+        return None, True
+    expr = pl.sql_expr(where) if isinstance(where, str) else where
+    return expr, set(expr.meta.root_names()) <= set(PARTITIONS)
+
+
+def scan(out_dir: str | os.PathLike, table: str, where: Any = None,
+         partitions: bool = True):  # noqa: ANN201 - polars imported lazily
+    """A LazyFrame over one table of the dataset; the partition columns are strings.
+
+    Each part is scanned on its own and the scans are stacked by column name
+    (``diagonal_relaxed``), so a column that only some parts have (formats differ between
+    server versions) is kept, null elsewhere. ``where`` (SQL or a Polars expression) that names
+    only ``engine``, ``host``, ``date`` selects the parts by their directory names before any
+    file is opened; other conditions are pushed into the scans. ``partitions=False`` leaves out
+    the partition columns that the files do not hold themselves (``host``, ``date``; ``engine``
+    for ``requests``), giving the columns of :func:`logscope.read`'s table.
+
+        >>> scan("ds/", "requests", "host = 'gpu3'").collect()  # doctest: +SKIP
+    """
+    import polars as pl
+
+    expr, on_parts = _where(where)
+    parts = _parts(out_dir, table)
+    if expr is not None and on_parts:
+        parts = parts.filter(expr)
+    scans = []
+    for path, *values in parts.iter_rows():
+        lf = pl.scan_parquet(path)
+        have = lf.collect_schema().names()
+        add = [pl.lit(v, pl.String).alias(k) for k, v in zip(PARTITIONS, values, strict=True)
+               if k not in have and (partitions or expr is not None)]
+        scans.append(lf.with_columns(add) if add else lf)
+    if not scans:
+        schema = {k: pl.String for k in PARTITIONS} if partitions else {}
+        return pl.LazyFrame(schema=schema)
+    lf = pl.concat(scans, how="diagonal_relaxed")
+    if expr is not None and not on_parts:
+        lf = lf.filter(expr)
+    if not partitions and expr is not None:  # the partition columns were only for the filter
+        lf = lf.drop([k for k in PARTITIONS if k not in _file_columns(parts["path"][0])])
+    return lf
+
+
+def _file_columns(path: str) -> list[str]:
+    import polars as pl
+
+    return list(pl.read_parquet_schema(path))
+
+
+def scan_all(out_dir: str | os.PathLike, where: Any = None) -> dict[str, Any]:
+    """Every table of the dataset as a LazyFrame (:func:`scan`), by name; ``where`` applies to
+    each. This is ``logscope.scan``.
+
+        >>> tables = scan_all("ds/", "host = 'gpu3' AND date >= '2026-11-01'")  # doctest: +SKIP
+        >>> tables["requests"].group_by("date").agg(pl.col("decode_tps").median()).collect()
+    """
+    if not (Path(out_dir) / MANIFEST).exists() and not tables_in(out_dir):
+        from . import sources
+
+        raise sources.InputError(f"{out_dir}: not a logscope dataset (no {MANIFEST})")
+    return {t: scan(out_dir, t, where) for t in tables_in(out_dir)}
+
+
+_ORDER = {"requests": ("file", "run", "t_start", "task", "slot")}
+
+
+def load(out_dir: str | os.PathLike, where: Any = None):  # noqa: ANN201 - logscope.Logs
+    """The dataset (its rows matching ``where``) as the ``Logs`` of :func:`logscope.read`, for
+    ``report``, ``plot`` and ``compare``: the tables with the columns ``logscope.read`` gives
+    them, in its row order (``file``, ``line``; requests by file, run, start), and one
+    ``FileStats`` per log file (its ``lines``: the lines ingested, from the manifest). No log
+    is read again.
+
+        >>> logs = load("ds/", "host = 'gpu3'")                       # doctest: +SKIP
+        >>> build_report([logs])                                      # doctest: +SKIP
+    """
+    import polars as pl
+
+    from .grammar import ENGINES
+    from .ingest import FileStats, Logs
+
+    tables = {}
+    for t in scan_all(out_dir, where):
+        df = scan(out_dir, t, where, partitions=False).collect()
+        keys = [c for c in _ORDER.get(t, ("file", "line")) if c in df.columns]
+        tables[t] = df.sort(keys, nulls_last=True, maintain_order=True) if keys else df
+    names: set[str] = set()
+    for df in tables.values():
+        if "file" in df.columns:
+            names.update(df.get_column("file").drop_nulls().unique().to_list())
+    manifest = _load_manifest(Path(out_dir))
+    lines: dict[str, int] = {}
+    engines: set[str] = set()
+    for e in (*manifest.get("files", {}).values(), *manifest.get("displaced", {}).values()):
+        label = e.get("file", e["path"])
+        if label in names:
+            lines[label] = lines.get(label, 0) + e.get("lines", 0)
+            engines.update(e.get("engines", []))
+    lc = tables.get("lines_classified")
+    if lc is not None and "engine" in lc.columns:
+        engines &= set(lc.filter(pl.col("class") == "event")["engine"].unique().to_list())
+    files = [FileStats(n, lines=lines.get(n, 0)) for n in sorted(names)]
+    return Logs(tables, files, [e for e in ENGINES if e in engines])

@@ -6,12 +6,13 @@ import json
 
 import click
 
-from ._common import check_output, engine_option, labels_for, no_data, read_each, save
+from ._common import check_output, engine_option, no_data, save
+from ._dataset import dataset_options, series
 from ._telemetry import split_telemetry, telemetry_options
 
 
 @click.command()
-@click.argument("logs", nargs=-1, required=True)
+@click.argument("logs", nargs=-1, required=False)
 @click.option("--label", "labels", multiple=True, help="Name per LOG, in order.")
 @click.option("--format", "fmt", type=click.Choice(["md", "csv", "json"]), default="md",
               show_default=True)
@@ -22,8 +23,9 @@ from ._telemetry import split_telemetry, telemetry_options
               help="Also overlay the prefill curves and decode-vs-depth of all LOGs into this "
                    ".png/.svg/.pdf.")
 @engine_option
+@dataset_options
 @telemetry_options
-def compare(logs, labels, fmt, strict, plot_file, engine):
+def compare(logs, labels, fmt, strict, plot_file, engine, datasets, wheres):
     """Compare A B [...]: metrics side by side; Δ and % are relative to the first LOG.
 
     Each row says how many requests it rests on (n; * = fewer than 3; "k shared" = ran
@@ -35,25 +37,30 @@ def compare(logs, labels, fmt, strict, plot_file, engine):
     other file: per test (pp512 @ d4096, tg128 @ d16384) the active t/s, the passive t/s from
     the log, Δ % and n.
 
+    Series can come from a Parquet dataset: --dataset DIR once per series, or once with
+    --where once per series (one host against another, one week against the next).
+
     Example: logscope compare before.log after.log --label f16 --label q8 --plot ab.png
+
+    Example: logscope compare --dataset ds/ --where "host = 'gpu3'" --where "host = 'gpu4'"
     """
     from ..analysis.compare import compare_metrics, workload_differences
     from ..analysis.metrics import fmt_figure, round_frame
     from .bench_compare import bench_files, run
 
-    logs = split_telemetry(logs)  # GPU telemetry among the LOGs (docs/energy.md)
-    if len(logs) < 2:
-        raise click.UsageError("compare needs at least two LOGs")
-    if benches := bench_files(logs):
+    logs = split_telemetry(logs) if logs else logs  # GPU telemetry among the LOGs (docs/energy.md)
+    n_series = len(logs) + max(len(datasets), len(wheres) if datasets else 0)
+    if n_series < 2:
+        raise click.UsageError("compare needs at least two LOGs (or --dataset series)")
+    if not datasets and (benches := bench_files(logs)):
         return run(logs, benches, labels, fmt, engine)
     if plot_file:
         check_output(plot_file)
-    names = labels_for(logs, labels)
-    frames = read_each(logs, engine)
+    frames, names = series(logs, labels, engine, datasets, wheres)
     df = compare_metrics(frames, names, strict=strict)
     if df.height == 0:
         raise click.ClickException(
-            f"no comparable data in {', '.join(logs)}"
+            f"no comparable data in {', '.join(names)}"
             + (" (--strict: no bucket measured solo in every LOG)" if strict else ""))
     for w in workload_differences(frames, names):
         click.echo(f"warning: {w}", err=True)

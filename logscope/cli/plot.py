@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import click
 
-from ._common import check_output, engine_option, labels_for, no_data, read_each, save
+from ._common import check_output, engine_option, no_data, save
+from ._dataset import dataset_options, series
 from ._telemetry import split_telemetry, telemetry_options
 
 _opts = [
-    click.argument("logs", nargs=-1, required=True),
+    click.argument("logs", nargs=-1, required=False),
     click.option("-o", "--output", required=True, help="Output file: .png, .svg or .pdf."),
     click.option("--label", "labels", multiple=True,
                  help="Series name, once per LOG in order (default: the file name)."),
     engine_option,
+    dataset_options,
     telemetry_options,
 ]
 
@@ -31,17 +33,16 @@ def plot() -> None:
     """
 
 
-def _run(fn, logs, output, labels, engine="auto"):
+def _run(fn, logs, output, labels, engine="auto", datasets=(), wheres=()):
     check_output(output)
-    logs = split_telemetry(logs)  # GPU telemetry among the LOGs (docs/energy.md)
-    names = labels_for(logs, labels)
-    frames = read_each(logs, engine)
+    logs = split_telemetry(logs) if logs else logs  # GPU telemetry among the LOGs (docs/energy.md)
+    frames, names = series(logs, labels, engine, datasets, wheres)
     save(no_data(fn, frames, names), output)
 
 
 @plot.command("prefill-curve")
 @_common
-def prefill_curve_cmd(logs, output, labels, engine):
+def prefill_curve_cmd(logs, output, labels, engine, datasets, wheres):
     """Prefill t/s vs context depth (log axis): points and the fit 1/(a + b·d), one series per LOG.
 
     Filled points are exact per request; hollow ones are tick intervals or window averages.
@@ -49,49 +50,49 @@ def prefill_curve_cmd(logs, output, labels, engine):
     Example: logscope plot prefill-curve server.log -o prefill.png
     """
     from ..plots import plot_prefill_curve
-    _run(plot_prefill_curve, logs, output, labels, engine)
+    _run(plot_prefill_curve, logs, output, labels, engine, datasets, wheres)
 
 
 @plot.command("decode")
 @_common
-def decode_cmd(logs, output, labels, engine):
+def decode_cmd(logs, output, labels, engine, datasets, wheres):
     """Decode t/s over time (tg_3s per slot), vs depth (exact per request), and aggregate.
 
     Example: logscope plot decode server.log -o decode.png
     """
     from ..plots import plot_decode
-    _run(plot_decode, logs, output, labels, engine)
+    _run(plot_decode, logs, output, labels, engine, datasets, wheres)
 
 
 @plot.command("acceptance")
 @_common
-def acceptance_cmd(logs, output, labels, engine):
+def acceptance_cmd(logs, output, labels, engine, datasets, wheres):
     """Speculative decoding: acceptance rate and mean accepted length, vs depth and over time.
 
     Example: logscope plot acceptance spec.log -o acceptance.svg
     """
     from ..plots import plot_acceptance
-    _run(plot_acceptance, logs, output, labels, engine)
+    _run(plot_acceptance, logs, output, labels, engine, datasets, wheres)
 
 
 @plot.command("pressure")
 @_common
-def pressure_cmd(logs, output, labels, engine):
+def pressure_cmd(logs, output, labels, engine, datasets, wheres):
     """KV usage, running/queued requests, retract/preempt/context-shift events over time.
 
     Example: logscope plot pressure sglang.log -o pressure.png
     """
     from ..plots import plot_pressure
-    _run(plot_pressure, logs, output, labels, engine)
+    _run(plot_pressure, logs, output, labels, engine, datasets, wheres)
 
 
 @plot.command("power")
 @_common
-def power_cmd(logs, output, labels, engine):
+def power_cmd(logs, output, labels, engine, datasets, wheres):
     """GPU power, SM clock and utilisation per GPU over time, above the requests' prefill and
     decode stretches; give the nvidia-smi telemetry with the log (docs/energy.md).
 
     Example: logscope plot power server.log gpu.csv -o power.png
     """
     from ..plots import plot_power
-    _run(plot_power, logs, output, labels, engine)
+    _run(plot_power, logs, output, labels, engine, datasets, wheres)

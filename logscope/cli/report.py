@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import click
 
-from ._common import engine_option, labels_for, read_each
+from ._common import engine_option
+from ._dataset import dataset_options, series
 from ._telemetry import split_telemetry, telemetry_options
 
 
@@ -25,7 +26,7 @@ def _depths(value: str | None) -> tuple[int, ...] | None:
 
 
 @click.command()
-@click.argument("logs", nargs=-1, required=True)
+@click.argument("logs", nargs=-1, required=False)
 @click.option("--format", "fmt", type=click.Choice(["md", "csv", "json"]), default="md",
               show_default=True, help="md: everything; csv: the bench table; json: everything.")
 @click.option("--label", "labels", multiple=True, help="Name per LOG, in order.")
@@ -33,8 +34,9 @@ def _depths(value: str | None) -> tuple[int, ...] | None:
               help="Depths to predict prefill t/s at, comma-separated (4096,49152 or 4k,48k); "
                    "predictions only inside the measured depths (×1.25) and the slot's context.")
 @engine_option
+@dataset_options
 @telemetry_options
-def report(logs, fmt, labels, at, engine):
+def report(logs, fmt, labels, at, engine, datasets, wheres):
     """A table a forum user can paste: prefill by depth, pp/tg t/s, measured from the log.
 
     Leads with the prefill depth profile (solo stretches: chunks between progress lines and
@@ -44,16 +46,21 @@ def report(logs, fmt, labels, at, engine):
     computed prompt tokens on top of ~4096 cached; pp~100k where no power of two fits);
     t/s mean ± std over n requests (n* = fewer than 3, k shared = ran alongside another).
 
+    With --dataset DIR the series come from a Parquet dataset (`logscope ingest --dataset`),
+    without reading the logs again; --where selects rows (partitions first).
+
     Example: logscope report server.log --at 4k,48k --format md > bench.md
+
+    Example: logscope report --dataset ds/ --where "host = 'gpu3' AND date >= '2026-11-01'"
     """
     from ..analysis.report import build_report, has_figures, render
 
     depths = _depths(at)
-    logs = split_telemetry(logs)  # GPU telemetry among the LOGs (docs/energy.md)
-    names = labels_for(logs, labels)
-    frames = read_each(logs, engine)
+    logs = split_telemetry(logs) if logs else logs  # GPU telemetry among the LOGs (docs/energy.md)
+    frames, names = series(logs, labels, engine, datasets, wheres)
     rep = build_report(frames, names, at=depths)
     if not has_figures(rep):
         raise click.ClickException(
-            f"no timing, throughput or acceptance lines in {', '.join(logs)}: nothing to report")
+            f"no timing, throughput or acceptance lines in {', '.join(logs or names)}: "
+            "nothing to report")
     click.echo(render(rep, fmt), nl=False)
