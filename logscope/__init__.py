@@ -23,4 +23,19 @@ def read(paths: Any, engine: str = "auto", **telemetry: Any) -> Logs:
     return _read(paths, engine=engine, **telemetry)
 
 
-__all__ = ["read", "__version__"]
+def scan(dataset: Any, where: Any = None) -> dict[str, Any]:
+    """The tables of a Parquet dataset (``logscope ingest --dataset DIR``) as Polars
+    LazyFrames, by table name, with the partition columns ``engine``, ``host``, ``date`` as
+    strings; ``where`` (SQL, ``"host = 'gpu3' AND date >= '2026-11-01'"``, or a Polars
+    expression) filters every table, selecting partitions by directory name when it names
+    only partition columns. See :func:`logscope.dataset.scan_all`.
+
+        >>> tables = logscope.scan("ds/", "host = 'gpu3'")              # doctest: +SKIP
+        >>> tables["requests"].group_by("date").agg(pl.len()).collect()  # doctest: +SKIP
+    """
+    from .dataset import scan_all
+
+    return scan_all(dataset, where)
+
+
+__all__ = ["read", "scan", "__version__"]
