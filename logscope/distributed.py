@@ -271,7 +271,7 @@ def _client(scheduler: Any) -> tuple[Any, bool]:
         import logging
 
         cluster = LocalCluster(n_workers=int(local.group(1)), threads_per_worker=1,
-                               processes=True, dashboard_address=None,
+                               processes=True, dashboard_address=":0",
                                silence_logs=logging.ERROR)
         try:
             return Client(cluster, set_as_default=False), True
