@@ -1,9 +1,13 @@
-"""The Parquet dataset: idempotent re-ingest, grown-file append, parallel == serial, read-back."""
+"""The Parquet dataset: idempotent re-ingest, grown-file append, parallel == serial, read-back.
+
+Every scenario runs twice: with the local process pool, and with Dask's threads scheduler (the
+path of ``--scheduler``; tests/test_fleet.py runs them on a LocalCluster of two processes)."""
 
 from __future__ import annotations
 
 import json
 import shutil
+import sys
 from pathlib import Path
 
 import polars as pl
@@ -11,6 +15,7 @@ import pytest
 from polars.testing import assert_frame_equal
 
 import logscope
+from logscope import dataset
 from logscope.dataset import MANIFEST, ingest_to_dataset, scan, tables_in
 from tests.conftest import CORPUS
 
@@ -19,6 +24,20 @@ SPEC = CORPUS / "generated-spec-pilot-c32k-np2.log"
 # ts of llama-server lines without a clock is inferred back from the file's mtime: it depends on
 # when the part was read, so the grown-file comparison leaves it out (t_rel is compared)
 TS = ["ts", "ts_source", "ts_inferred"]
+
+
+@pytest.fixture(autouse=True, params=["pool", "dask"])
+def scheduler(request, monkeypatch):
+    """``ingest_to_dataset`` of these tests, on the local pool or on Dask (``workers`` then
+    ignored: Dask's threads scheduler runs the chains)."""
+    if request.param == "dask":
+        pytest.importorskip("dask")
+
+        def on_dask(paths, out_dir, engine="auto", workers=None):  # noqa: ANN001, ANN202
+            return dataset.ingest_to_dataset(paths, out_dir, engine, scheduler="threads")
+
+        monkeypatch.setattr(sys.modules[__name__], "ingest_to_dataset", on_dask)
+    return request.param
 
 
 def _key(df: pl.DataFrame) -> list[str]:
