@@ -576,6 +576,14 @@ def load_grammar(engine: str) -> CompiledGrammar:
     """
     if engine not in ENGINES:
         raise ValueError(f"unknown engine {engine!r} (known: {', '.join(ENGINES)})")
+    return load_compiled(engine)
+
+
+@cache
+def load_compiled(name: str) -> CompiledGrammar:
+    """The compiled grammar ``grammars/<name>.lark`` (a server's or a telemetry format's),
+    cached by grammar hash in memory and on disk: lark runs once per grammar version."""
+    engine = name
     digest = _digest(engine)
     path = _cache_file(engine, digest)
     try:

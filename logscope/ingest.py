@@ -21,7 +21,18 @@ from . import sources
 from .engines import Fields, Stream, drop_temp, model_for
 from .frontend import strip_frame
 from .grammar import ENGINES, available_engines, load_grammar
-from .parse import DTYPES, EVENT, IGNORED, OTHER, PHASES, UNRECOGNIZED, classify, header_prefix
+from .parse import (
+    DTYPES,
+    EVENT,
+    IGNORED,
+    OTHER,
+    PHASES,
+    UNRECOGNIZED,
+    AnchorIndex,
+    anchors_of,
+    classify,
+    header_prefix,
+)
 
 COMMON_COLUMNS = ["file", "line", "run", "engine", "ts", "ts_source", "ts_inferred", "t_rel",
                   "level", "slot", "task", "variant"]
@@ -185,12 +196,13 @@ def parse_batch(raw: pl.Series, file: str, engines: list[str] | None = None, *,
     out = Batch({}, {}, {}, pl.DataFrame(schema={"file": pl.String, "n": pl.UInt32}),
                 lines.height, first_row)
     rest = lines
+    index = AnchorIndex(lines.get_column("text"), anchors_of(tuple(engines)), first_row)
     # every engine's event formats, then every engine's ignored ones, then the catch-alls
     for phase in PHASES:
         for eng in engines:
             if rest.height == 0:
                 break
-            res = classify(rest, load_grammar(eng), model_for(eng).row_fields, phase)
+            res = classify(rest, load_grammar(eng), model_for(eng).row_fields, phase, index)
             rest = res.rest
             if res.rows.height:
                 _merge(out, eng, res)
@@ -275,11 +287,17 @@ def read_inputs(inputs: Iterable[Input], engine: str = "auto", *,
     sizes = [i.size for i in inputs]
     total = None if None in sizes else sum(s or 0 for s in sizes)
     done = 0
-    pending: deque[Future[Batch]] = deque()
+    pending: deque[tuple[FileStats, Future[tuple[Batch, int, int]]]] = deque()
 
-    def parse(text: str, name: str, line: int) -> Batch:
-        raw = pl.Series("raw", [text], dtype=pl.String).str.split("\n").explode()
-        return parse_batch(raw, name, engines, first_line=line, on_lines=on_lines)
+    def parse(ch: sources.Chunk, name: str, line: int) -> tuple[Batch, int, int]:
+        raw, bad, capped = ch.lines()  # decoded and split in the worker, not the main thread
+        return parse_batch(raw, name, engines, first_line=line, on_lines=on_lines), bad, capped
+
+    def add(fs: FileStats, fut: Future[tuple[Batch, int, int]]) -> None:
+        batch, bad, capped = fut.result()
+        fs.bad_utf8 += bad
+        fs.capped += capped
+        asm.add(batch)
 
     with ThreadPoolExecutor(max_workers=threads) as pool:
         for inp in inputs:
@@ -292,18 +310,16 @@ def read_inputs(inputs: Iterable[Input], engine: str = "auto", *,
             line = inp.first_line
             for ch in inp.chunks:
                 if ch.n_lines:
-                    pending.append(pool.submit(parse, ch.text, name, line))
+                    pending.append((fs, pool.submit(parse, ch, name, line)))
                     while len(pending) > threads:
-                        asm.add(pending.popleft().result())
+                        add(*pending.popleft())
                 line += ch.n_lines
                 fs.lines += ch.n_lines
-                fs.bad_utf8 += ch.bad_utf8
-                fs.capped += ch.capped
                 done += ch.n_bytes
                 if progress is not None:
                     progress(done, total)
         while pending:
-            asm.add(pending.popleft().result())
+            add(*pending.popleft())
     return asm.result(files)
 
 

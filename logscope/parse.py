@@ -8,6 +8,7 @@ compiled patterns in the same order.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -260,9 +261,42 @@ def _env_nonempty(g: CompiledGrammar) -> str:
     return f"^(?:{g.envelope_search})"
 
 
+class AnchorIndex:
+    """Which lines of a batch hold which variant anchors: one Aho-Corasick pass over the text
+    for every anchor of every engine (instead of one substring scan per anchor and engine).
+    Positions are ``_row - base``; a variant whose anchor no line holds is skipped unread."""
+
+    def __init__(self, text: pl.Series, anchors: list[str], base: int) -> None:
+        self.base, self.n = base, text.len()
+        self._masks: dict[str, pl.Series] = {}
+        self.rows: dict[str, pl.Series] = {}
+        if not anchors or not self.n:
+            return
+        hits = (pl.DataFrame({"a": text.str.extract_many(anchors, overlapping=True)})
+                .with_row_index("_p").explode("a").drop_nulls("a"))
+        for (a,), df in hits.partition_by("a", as_dict=True).items():
+            self.rows[a] = df.get_column("_p").unique(maintain_order=True)
+
+    def mask(self, anchor: str, pos: pl.Series) -> pl.Series | None:
+        """Whether each line at ``pos`` holds ``anchor``; None when no line of the batch does."""
+        if anchor not in self.rows:
+            return None
+        m = self._masks.get(anchor)
+        if m is None:
+            m = self._masks[anchor] = pl.repeat(False, self.n, dtype=pl.Boolean, eager=True
+                                                ).scatter(self.rows[anchor], True)
+        return m if pos.len() == self.n else m.gather(pos)
+
+
+@functools.cache
+def anchors_of(engines: tuple[str, ...]) -> list[str]:
+    """Every variant anchor of ``engines``' grammars (what :class:`AnchorIndex` looks for)."""
+    return sorted({v.anchor for e in engines for v in load_grammar(e).variants if v.anchor})
+
+
 def classify(lines: pl.DataFrame, g: CompiledGrammar,
-             row_fields: tuple[str, ...] = ("slot", "task"), phase: str | None = None
-             ) -> Classified:
+             row_fields: tuple[str, ...] = ("slot", "task"), phase: str | None = None,
+             anchors: AnchorIndex | None = None) -> Classified:
     """Run one engine grammar over ``lines`` (columns ``_row``, ``text``, optionally ``outer``).
 
     A line's message is the leftmost match, to the end of the line and not inside a word, of
@@ -273,7 +307,8 @@ def classify(lines: pl.DataFrame, g: CompiledGrammar,
     wrapper's marks in the prefix. ``phase`` (one of :data:`PHASES`; None: all) runs that pass's
     variants only: ingest runs every engine's event formats, then every engine's ignored ones,
     then the catch-alls, so that an event is never lost to a known line found further left
-    (an era-C-looking ``INFO  [...] `` in a wrapper) nor to another engine's drift rule."""
+    (an era-C-looking ``INFO  [...] `` in a wrapper) nor to another engine's drift rule.
+    ``anchors`` (built over the batch ``lines`` come from) saves the anchor scans."""
     from .envelope import EVIDENCE, decode_expr_columns
 
     has_outer = "outer" in lines.columns and lines.get_column("outer").null_count() < lines.height
@@ -290,8 +325,14 @@ def classify(lines: pl.DataFrame, g: CompiledGrammar,
     settled = pl.repeat(False, n, dtype=pl.Boolean, eager=True)
     n_settled = 0
     done: list[pl.DataFrame] = []
-    anchor_masks: dict[str, pl.Series] = {}
+    anchor_masks: dict[str, pl.Series | None] = {}
     env_rx = _env_nonempty(g)
+    if anchors is None:
+        anchors = AnchorIndex(lines.get_column("text"), sorted({v.anchor for v in variants
+                                                               if v.anchor}), 0)
+        where = pl.select(pl.int_range(lines.height, dtype=pl.UInt32)).to_series()
+    else:
+        where = (lines.get_column("_row") - anchors.base).cast(pl.UInt32)
     for vi, v in enumerate(variants):
         if n_settled * 2 > small.height:
             keep = ~settled
@@ -299,17 +340,20 @@ def classify(lines: pl.DataFrame, g: CompiledGrammar,
                 "_row", "text", *outer_col, best_v.filter(settled).alias("_v"),
                 best_pos.filter(settled).alias("_pos")))
             small = small.filter(keep).drop("_i").with_row_index("_i")
-            anchor_masks = {a: m.filter(keep) for a, m in anchor_masks.items()}
+            where = where.filter(keep)
+            anchor_masks = {a: None if m is None else m.filter(keep)
+                            for a, m in anchor_masks.items()}
             best_pos, best_v = best_pos.filter(keep), best_v.filter(keep)
             settled = pl.repeat(False, small.height, dtype=pl.Boolean, eager=True)
             n_settled = 0
         if small.height == 0:
             break
         if v.anchor:
-            m = anchor_masks.get(v.anchor)
+            if v.anchor not in anchor_masks:
+                anchor_masks[v.anchor] = anchors.mask(v.anchor, where)
+            m = anchor_masks[v.anchor]
             if m is None:
-                m = anchor_masks[v.anchor] = small.get_column("text").str.contains(
-                    v.anchor, literal=True)
+                continue
             mask = m & ~settled
         else:
             mask = ~settled
@@ -345,7 +389,7 @@ def classify(lines: pl.DataFrame, g: CompiledGrammar,
             settled = settled.scatter(first, True)
             n_settled = settled.sum()
     left = best_v.is_not_null()
-    done.append(small.filter(left & ~settled | settled).select(
+    done.append(small.filter(left).select(
         "_row", "text", *outer_col, best_v.filter(left).alias("_v"),
         best_pos.filter(left).alias("_pos")))
     found = pl.concat(done) if len(done) > 1 else done[0]

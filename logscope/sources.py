@@ -51,15 +51,69 @@ def expand(paths: list[str] | tuple[str, ...]) -> list[str]:
     return out
 
 
-@dataclass
 class Chunk:
-    """Complete lines of a file, decoded and normalised (one block of a streamed read)."""
+    """Complete lines of a file (one block of a streamed read): the raw bytes, their line count,
+    and, when asked, the lines — as one Polars Series (:meth:`lines`, vectorised: what ingest
+    reads) or as text (:attr:`text`, per-line consumers). Both decode and normalise alike."""
 
-    text: str  # lines joined by \n
-    n_lines: int
-    bad_utf8: int
-    capped: int
-    n_bytes: int  # raw bytes this block covered (compressed files: decompressed bytes)
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.n_bytes = len(data)  # raw bytes this block covered (compressed: decompressed bytes)
+        # as :func:`normalize` counts: one line per \n, and a last one without it
+        self.n_lines = data.count(b"\n") + (0 if not data or data.endswith(b"\n") else 1)
+        self._text: tuple[str, int, int] | None = None
+
+    def _decoded(self) -> tuple[str, int, int]:
+        if self._text is None:
+            text, bad = decode(self.data)
+            text, _n, capped = normalize(text)
+            self._text = (text, bad, capped)
+        return self._text
+
+    @property
+    def text(self) -> str:  # lines joined by \n
+        return self._decoded()[0]
+
+    @property
+    def bad_utf8(self) -> int:
+        return self._decoded()[1] if self._text is not None else self.lines()[1]
+
+    @property
+    def capped(self) -> int:
+        return self._decoded()[2] if self._text is not None else self.lines()[2]
+
+    def lines(self):  # noqa: ANN201 - polars is imported lazily
+        """(lines as a Polars String Series, lines with bad UTF-8, capped lines): the lines of
+        :attr:`text`, split, decoded and normalised by Polars (no Python string per line)."""
+        import polars as pl
+
+        data = self.data
+        if not data:
+            return pl.Series("raw", [], dtype=pl.String), 0, 0
+        bad = 0
+        try:
+            whole = pl.Series("raw", [data], dtype=pl.Binary).cast(pl.String)
+        except (pl.exceptions.InvalidOperationError, pl.exceptions.ComputeError):
+            whole = pl.Series("raw", [data.decode("utf-8", errors="replace")], dtype=pl.String)
+            bad = -1
+        lines = whole.str.split("\n").explode()
+        if data.endswith(b"\n"):
+            lines = lines.head(-1)
+        if b"\r\n" in data:  # CRLF -> LF; a lone CR (the last line's, or mid-line) is kept
+            crlf = lines.str.strip_suffix("\r")
+            lines = crlf if data.endswith(b"\n") else pl.concat([crlf.head(-1), lines.tail(1)])
+        if b"\x00" in data:
+            lines = lines.str.replace_all("\x00", "", literal=True)
+        if bad:
+            bad = int(lines.str.contains("\ufffd", literal=True).sum())
+        capped = 0
+        if len(data) > MAX_LINE:
+            long = lines.str.len_chars() > MAX_LINE
+            capped = int(long.sum())
+            if capped:
+                lines = pl.select(pl.when(long).then(lines.str.slice(0, MAX_LINE))
+                                  .otherwise(lines)).to_series()
+        return lines.rename("raw"), bad, capped
 
 
 def check(path: str) -> None:
@@ -121,10 +175,8 @@ def blocks(stream: BinaryIO, name: str, chunk_bytes: int = CHUNK_BYTES) -> Itera
 
 
 def chunk(data: bytes) -> Chunk:
-    """Decode and normalise one block of complete lines."""
-    text, bad = decode(data)
-    text, n, capped = normalize(text)
-    return Chunk(text, n, bad, capped, len(data))
+    """One block of complete lines (decoded and normalised when its lines are asked for)."""
+    return Chunk(data)
 
 
 def stream(path: str, chunk_bytes: int = CHUNK_BYTES) -> tuple[Iterator[Chunk], float | None,

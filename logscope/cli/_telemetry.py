@@ -98,11 +98,15 @@ def split_telemetry(paths: tuple[str, ...]) -> tuple[str, ...]:
 def attach_each(frames: list, telemetry: list[str] | None = None) -> list:
     """Join the telemetry of this command (or ``telemetry``) to each ingest: energy columns,
     null without telemetry. User errors become one-line ClickExceptions."""
-    from ..sources import InputError
-    from ..telemetry import ClockError, TelemetryError, attach, read_samples
+    from ..telemetry import null_energy
 
     o = _opts()
     tele = telemetry if telemetry is not None else (o.get("telemetry") or [])
+    if not tele:  # the energy model (numpy) is not imported for logs alone
+        return [null_energy(lg) for lg in frames]
+    from ..sources import InputError
+    from ..telemetry import ClockError, TelemetryError, attach, read_samples
+
     try:
         samples = read_samples(tele, fields=o.get("fields")) if tele else None
         return [attach(lg, samples, start_time=o.get("start_time"), gpus=o.get("gpus"),

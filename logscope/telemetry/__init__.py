@@ -17,7 +17,7 @@ from typing import Any
 
 import polars as pl
 
-from .energy import ENERGY_COLUMNS, ClockError, attach, share_energy, stretches
+from .columns import ENERGY_COLUMNS, null_energy
 from .nvidia import (
     DMON,
     QUERY,
@@ -92,6 +92,8 @@ def read_with_telemetry(paths: list[str] | tuple[str, ...] | str, engine: str = 
     tele += list(telemetry or [])
     logs = read(logs_paths, engine=engine)
     samples = read_samples(tele, fields=fields) if tele else None
+    from .energy import attach
+
     return attach(logs, samples, start_time=start_time, gpus=gpus, net_of_idle=net_of_idle)
 
 
@@ -107,6 +109,18 @@ def read(paths: list[str] | tuple[str, ...] | str, engine: str = "auto", **optio
         options.pop("telemetry", None) or []), **options)
 
 
+_ENERGY = ("ClockError", "attach", "share_energy", "stretches")
+
+
+def __getattr__(name: str) -> Any:
+    """The energy model's names, imported on first use (numpy is not needed to read logs)."""
+    if name in _ENERGY:
+        from . import energy
+
+        return getattr(energy, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = ["read", "read_with_telemetry", "read_samples", "split_inputs", "kind_of", "attach",
-           "share_energy", "stretches", "ENERGY_COLUMNS", "SCHEMA", "ClockError",
+           "share_energy", "stretches", "ENERGY_COLUMNS", "null_energy", "SCHEMA", "ClockError",
            "TelemetryError", "QUERY", "QUERY_NOHEADER", "DMON"]

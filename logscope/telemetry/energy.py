@@ -26,11 +26,11 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from .columns import ENERGY_COLUMNS, null_energy
+
 EXACT_CLOCK = ("unix", "wrapper", "anchored:wrapper", "anchored:start-time")
 UTIL_WINDOW_S = 0.5  # utilisation: the share of a short window before the sample that was busy
 POWER_WINDOW_S = 1.0  # power.draw / dmon pwr: an average over the last second
-ENERGY_COLUMNS = {"energy_j": pl.Float64, "prefill_energy_j": pl.Float64,
-                  "decode_energy_j": pl.Float64}
 RUN_SCHEMA: dict[str, Any] = {
     "file": pl.String, "run": pl.Int32, "clock_offset_s": pl.Float64,
     "clock_offset_source": pl.String, "clock_fit_r": pl.Float64,
@@ -368,17 +368,11 @@ def attach(logs, samples: pl.DataFrame | None, *, start_time: float | None = Non
     """
     req = logs.tables.get("requests")
     if samples is None:  # no telemetry: the energy columns only, null
-        if req is not None:
-            logs.tables["requests"] = req.drop([c for c in ENERGY_COLUMNS if c in req.columns]) \
-                .with_columns(pl.lit(None, dt).alias(c) for c, dt in ENERGY_COLUMNS.items())
-        return logs
+        return null_energy(logs)
     logs.tables["gpu_samples"] = samples
     logs.tables["energy_runs"] = pl.DataFrame(schema=RUN_SCHEMA)
     if req is None or req.height == 0 or "t_start" not in req.columns or samples.height == 0:
-        if req is not None:
-            logs.tables["requests"] = req.drop([c for c in ENERGY_COLUMNS if c in req.columns]) \
-                .with_columns(pl.lit(None, dt).alias(c) for c, dt in ENERGY_COLUMNS.items())
-        return logs
+        return null_energy(logs)
     req = req.drop([c for c in ENERGY_COLUMNS if c in req.columns])
     power = Power(samples, gpus)
     if not power.series:

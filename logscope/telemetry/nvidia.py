@@ -18,7 +18,7 @@ from typing import Any
 
 import polars as pl
 
-from ..grammar import CompiledGrammar, compile_grammar
+from ..grammar import CompiledGrammar, load_compiled
 
 GRAMMAR = "nvidia-smi"
 QUERY = "nvidia-smi-query"
@@ -77,8 +77,8 @@ class TelemetryError(Exception):
 
 @cache
 def grammar() -> CompiledGrammar:
-    """The compiled ``grammars/nvidia_smi.lark`` (compiled once per process)."""
-    return compile_grammar(GRAMMAR)
+    """The compiled ``grammars/nvidia_smi.lark`` (lark runs once per grammar version)."""
+    return load_compiled(GRAMMAR)
 
 
 def _regex(kind: str) -> str:
