@@ -152,16 +152,30 @@ def parse_block(block: Block, engines: list[str] | None = None,
 
 
 def read_dask(paths: list[str] | tuple[str, ...] | str, engine: str = "auto", *,
-              block_bytes: int = BLOCK_BYTES, scheduler: Any = "processes") -> Logs:
-    """Ingest ``paths`` like :func:`logscope.read`, parsing byte ranges as Dask tasks.
+              block_bytes: int = BLOCK_BYTES, scheduler: Any = "processes",
+              window: int | None = None) -> Logs:
+    """Ingest ``paths`` like :func:`logscope.read`, parsing byte ranges as Dask tasks: the path
+    for one huge file (a fleet of files goes to a dataset: ``ingest --dataset --scheduler``).
 
     ``scheduler`` is any Dask scheduler: ``"processes"`` (default), ``"threads"``,
     ``"synchronous"``, or a ``dask.distributed.Client``.
 
+    Memory on the driver. The ranges are parsed ahead, in parallel, but handed to the engine
+    models in order, one at a time, each dropped once modelled: the driver holds the frames it
+    returns plus at most ``window`` parsed ranges (default: two per worker; on a
+    ``dask.distributed`` cluster the parsed ranges not yet taken wait in the workers' memory),
+    not every range's parse and the frames together. The engine models themselves run on the
+    driver, carrying their state from one range to the next: that state (open requests per
+    slot, the run and the clock of each file) is small, but the models' end of file — building
+    ``requests`` from a file's whole event tables — needs all of them, and the returned
+    ``Logs`` is those frames, so the driver holding them is the contract of this function. To
+    keep a fleet's frames off the driver, write them to a dataset from the workers
+    (:func:`logscope.dataset.ingest_to_dataset` with ``scheduler=``).
+
         >>> logs = read_dask("logs/**/*.log", scheduler="threads")  # doctest: +SKIP
     """
     try:
-        import dask
+        import dask  # noqa: F401 - fail early without the extra
     except ImportError as e:  # pragma: no cover - the extra is not installed
         raise ImportError("read_dask needs Dask: pip install 'logscope[dask]'") from e
     from .grammar import ENGINES, available_engines
@@ -172,20 +186,68 @@ def read_dask(paths: list[str] | tuple[str, ...] | str, engine: str = "auto", *,
         raise ValueError(f"unknown engine {engine!r}; choose auto, {', '.join(ENGINES)}")
     engines = available_engines() if engine == "auto" else [engine]
     blocks, mtimes = plan(list(paths), block_bytes)
-    tasks = [dask.delayed(parse_block)(b, engines) for b in blocks]
-    parsed: list[Parsed] = list(dask.compute(*tasks, scheduler=scheduler))
-    # in order: _row across the whole input, line numbers within each file
-    files: dict[str, FileStats] = {}
-    batches: list[Batch] = []
-    row = 0
-    for part in parsed:
-        fs = files.setdefault(part.block.name, FileStats(part.block.name))
-        batches.extend(b.shift(row, fs.lines) for b in part.batches)
-        row += part.records
-        fs.lines += part.lines
-        fs.bad_utf8 += part.bad_utf8
-        fs.capped += part.capped
-    return assemble(batches, list(files.values()), mtimes, engines)
+    files: list[FileStats] = []  # filled as the ranges come; read by assemble at the end
+
+    def batches() -> Iterator[Batch]:
+        # in order: _row across the whole input, line numbers within each file
+        by_name: dict[str, FileStats] = {}
+        row = 0
+        for part in _parsed_in_order(blocks, engines, scheduler, window):
+            fs = by_name.get(part.block.name)
+            if fs is None:
+                fs = by_name[part.block.name] = FileStats(part.block.name)
+                files.append(fs)
+            for b in part.batches:
+                yield b.shift(row, fs.lines)
+            row += part.records
+            fs.lines += part.lines
+            fs.bad_utf8 += part.bad_utf8
+            fs.capped += part.capped
+
+    return assemble(batches(), files, mtimes, engines)
+
+
+def _parsed_in_order(blocks: list[Block], engines: list[str], scheduler: Any,
+                     window: int | None) -> Iterator[Parsed]:
+    """:func:`parse_block` of each block, parsed ahead in parallel, yielded in order."""
+    from collections import deque
+
+    if hasattr(scheduler, "submit") and hasattr(scheduler, "gather"):  # a distributed Client
+        n = window or 2 * max(len(scheduler.scheduler_info().get("workers", {})), 1)
+        pending: deque = deque()
+        todo = iter(blocks)
+        for b in todo:
+            pending.append(scheduler.submit(parse_block, b, engines, pure=False))
+            if len(pending) >= n:
+                break
+        while pending:
+            fut = pending.popleft()
+            part = fut.result()
+            fut.release()
+            nxt = next(todo, None)
+            if nxt is not None:
+                pending.append(scheduler.submit(parse_block, nxt, engines, pure=False))
+            yield part
+        return
+    import os
+    from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
+    from contextlib import nullcontext
+    from multiprocessing import get_context
+
+    import dask
+
+    workers = os.cpu_count() or 1
+    n = window or 2 * workers
+    pool: Executor | None = None
+    if scheduler == "processes" and len(blocks) > 1:  # one pool for every window
+        pool = ProcessPoolExecutor(workers, mp_context=get_context("spawn"))
+    elif scheduler == "threads" and len(blocks) > 1:
+        pool = ThreadPoolExecutor(workers)
+    with pool if pool is not None else nullcontext():
+        for i in range(0, len(blocks), n):
+            tasks = [dask.delayed(parse_block, pure=False)(b, engines) for b in blocks[i:i + n]]
+            kw = {"pool": pool} if pool is not None else {}
+            yield from dask.compute(*tasks, scheduler=scheduler, **kw)
 
 
 class SchedulerError(ValueError):

@@ -289,3 +289,19 @@ def test_report_dataset_missing_dir_and_where_alone(tmp_path):
     assert r.exit_code == 2 and "no such directory" in r.output
     r = CliRunner().invoke(cli, ["report", str(SPEC), "--where", "host = 'a'"])
     assert r.exit_code == 2 and "--where is used with --dataset" in r.output
+
+
+def test_read_dask_on_the_cluster_equals_read(client, tmp_path):
+    """One big file's byte ranges parsed on the cluster, modelled in order on the driver with
+    at most ``window`` parsed ranges waiting: the frames of ``logscope.read``."""
+    from logscope.distributed import read_dask
+
+    big = tmp_path / "big.log"
+    big.write_bytes(SPEC.read_bytes() * 3)
+    paths = [str(big), str(FLEET["gpu2"][0])]
+    want = logscope.read(paths)
+    for window in (1, 3):
+        got = read_dask(paths, scheduler=client, block_bytes=4_000, window=window)
+        assert got.summary() == want.summary()
+        for name in want.tables:
+            assert_frame_equal(got[name], want[name], check_exact=True), name
