@@ -305,3 +305,22 @@ def test_read_dask_on_the_cluster_equals_read(client, tmp_path):
         assert got.summary() == want.summary()
         for name in want.tables:
             assert_frame_equal(got[name], want[name], check_exact=True), name
+
+
+def test_duckdb_reads_the_dataset_as_docs_fleet_md_shows(fleet_ds):
+    import duckdb
+
+    _, ds = fleet_ds
+    text = (Path(__file__).resolve().parent.parent / "docs" / "fleet.md").read_text()
+    query = text.split("```sql\n", 1)[1].split("```", 1)[0]
+    assert "read_parquet('ds/requests/**/*.parquet'" in query
+    query = query.replace("'ds/", f"'{ds}/").replace("host = 'gpu3'", "host = 'gpu1'")
+    query = query.replace("date >= '2026-11-01'", "date >= '2000-01-01'")
+    cols = ["host", "date", "requests", "decode_tps"]
+    got = pl.DataFrame(duckdb.sql(query).fetchall(), schema=cols, orient="row")
+    want = (logscope.scan(ds, "host = 'gpu1' AND date >= '2000-01-01'")["requests"]
+            .group_by("host", "date").agg(pl.len().alias("requests"),
+                                          pl.col("decode_tps").median()).sort("date").collect())
+    assert got["requests"].to_list() == want["requests"].to_list()
+    assert got["date"].to_list() == want["date"].to_list()
+    assert got["decode_tps"].to_list() == pytest.approx(want["decode_tps"].to_list(), nan_ok=True)

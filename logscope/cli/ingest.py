@@ -57,7 +57,8 @@ def ingest(paths: tuple[str, ...], out: str | None, dataset: str | None, workers
     directory cannot be written; 2 bad input (missing file, directory, unreadable, corrupt .gz)
     or a bad option (--engine).
 
-    With --dataset DIR, every file is ingested in its own process and appended to
+    With --dataset DIR, every file (with its rotation chain) is ingested by its own task (a
+    local process, or a Dask worker with --scheduler) and appended to
     DIR/<table>/engine=/host=/date=/ Parquet files; DIR/_manifest.json remembers what was
     read, so running the same command again adds only what is new.
 
