@@ -196,6 +196,48 @@ def _message_regex(g: CompiledGrammar, v: Variant) -> str:
     return f"^(?P<{MATCHED}>){env}{body}"
 
 
+def _envelope_regexes(g: CompiledGrammar) -> tuple[str, str]:
+    """(the envelope alone with its groups renamed as in :func:`_message_regex`, the envelope
+    without groups): what :func:`_captures` reads a message's envelope with, once per line."""
+    rx = g.envelope_regex
+    env = re.sub(r"\(\?P<", f"(?P<{ENV_GROUP}", rx[1:-len(BODY_GROUP)])
+    return f"^{env}", f"^(?:{g.envelope_search})"
+
+
+DEDUP_MIN = 256  # a variant's lines are captured per distinct body when half of them repeat
+
+
+def _captures(hit: pl.DataFrame, g: CompiledGrammar, v: Variant, keep: list[str]
+              ) -> pl.DataFrame:
+    """The groups of :func:`_message_regex` over ``hit`` (located messages of variant ``v``,
+    with the envelope's groups and ``_body`` read once per line), the rows that match.
+
+    The envelope's leftmost-first match then the body's (``^body$``) is the message regex's
+    match whenever the body matches after it; a line where it does not (an envelope that must
+    match less for the body to match) is captured by the message regex itself. A body that
+    many lines share (a configuration dump replayed at every start) is captured once."""
+    env_cols = [c for c in hit.columns if c.startswith(ENV_GROUP)]
+    bodies = hit.get_column("_body")
+    body_rx = _matching_regex(v)
+    uniq = bodies.unique() if hit.height >= DEDUP_MIN else None
+    if uniq is not None and uniq.len() * 2 <= hit.height:
+        cap = pl.DataFrame({"_body": uniq}).with_columns(
+            pl.col("_body").str.extract_groups(body_rx).alias("_g")).unnest("_g")
+        cap = hit.select("_body").join(cap, on="_body", how="left",
+                                       maintain_order="left").drop("_body")
+    else:
+        cap = bodies.str.extract_groups(body_rx).struct.unnest()
+    both = pl.concat([hit.select("_row", "prefix", *keep, *env_cols), cap], how="horizontal")
+    ok = both.get_column(MATCHED).is_not_null()
+    if ok.all():
+        return both
+    old = hit.filter(~ok).select(
+        "_row", "prefix", *keep,
+        pl.col("text").str.extract_groups(_message_regex(g, v)).alias("_g")
+    ).unnest("_g").filter(pl.col(MATCHED).is_not_null())
+    return pl.concat([both.filter(ok), old], how="diagonal_relaxed")
+
+
 def _env_field(g: CompiledGrammar, group: str) -> str:
     name = group[len(ENV_GROUP):]
     dup = _DUP_GROUP.match(name)
@@ -406,14 +448,17 @@ def classify(lines: pl.DataFrame, g: CompiledGrammar,
             .alias("prefix"),
             pl.when(pl.col("_pos") > 0).then(raw.bin.slice(pl.col("_pos")).cast(pl.String))
             .otherwise(pl.col("text")).alias("text"))
+        env_rx, env_find = _envelope_regexes(g)
+        found = found.with_columns(pl.col("text").str.replace(env_find, "").alias("_body"))
+        if ENV_GROUP in env_rx:
+            found = found.with_columns(
+                pl.col("text").str.extract_groups(env_rx).alias("_e")).unnest("_e")
         groups = found.partition_by("_v", as_dict=True, maintain_order=True)
     else:
         groups = {}
     for (vi,), hit in sorted(groups.items()):
         v = variants[vi]
-        got = hit.select("_row", "prefix", *outer_col,
-                         pl.col("text").str.extract_groups(_message_regex(g, v)).alias("_g")
-                         ).unnest("_g").filter(pl.col(MATCHED).is_not_null())
+        got = _captures(hit, g, v, outer_col)
         if got.height == 0:
             continue
         env_groups = [c for c in got.columns if c.startswith(ENV_GROUP)]
