@@ -39,6 +39,8 @@ EMBED = (r'^(?P<outer>.*?\b(?:line|msg|message|log)=)"(?P<inner>(?:[^"\\]|\\.)+)
 GLUED = (r"([^\s:*>|])((?:\([A-Za-z_0-9]+ pid=[0-9]+\) )*(?:INFO|WARNING|ERROR|DEBUG|CRITICAL) "
          r"[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2})")
 
+GLUED_HINTS = ["INFO ", "WARNING ", "ERROR ", "DEBUG ", "CRITICAL "]  # literals GLUED needs
+
 # Rust regex's \s (Unicode White_Space); Python's \s also matches the separators \x1c-\x1f
 RUST_WS = "\\t\\n\\x0b\\x0c\\r \\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000"
 
@@ -233,8 +235,9 @@ def strip_frame(lines, first_row: int = 0):  # noqa: ANN001, ANN201 - polars imp
         df = df.with_columns(
             text.scatter(at, pl.Series([t for _, t in pairs], dtype=pl.String)),
             df.get_column("outer").scatter(at, pl.Series([o for o, _ in pairs], dtype=pl.String)))
-    glued = pl.col("text").str.contains(GLUED)
-    if df.height and df.select(glued.any()).item():
+    text = df.get_column("text")
+    hint = text.str.contains_any(GLUED_HINTS)  # the literal test first, the regex on its lines
+    if hint.any() and text.filter(hint).str.contains(GLUED).any():
         # one row per record: the records of a glued line share its line number
         df = (df.with_columns(pl.col("text").str.replace_all(GLUED, "${1}\n${2}")
                               .str.split("\n"))

@@ -102,13 +102,18 @@ def _route(work: pl.DataFrame, rep: Any, keys: list[str]) -> list[tuple[int, pl.
     order, that matches it whole; taken items leave ``work``, so later members scan what is
     left (a literal anchor test, then one ``extract_groups`` pass that selects and captures)."""
     got: list[tuple[int, pl.DataFrame]] = []
+    index = AnchorIndex(work.get_column("_it"),
+                        sorted({m.anchor for m in rep.members if m.anchor}), 0)
+    work = work.with_row_index("_p")
     for i, mem in enumerate(rep.members):
         if work.height == 0:
             break
         mask: pl.Series | None = None
         n_cand = work.height
         if mem.anchor:
-            mask = work.get_column("_it").str.contains(mem.anchor, literal=True)
+            mask = index.mask(mem.anchor, work.get_column("_p"))
+            if mask is None:
+                continue
             n_cand = mask.sum()
             if n_cand == 0:
                 continue
@@ -317,7 +322,7 @@ class AnchorIndex:
         hits = (pl.DataFrame({"a": text.str.extract_many(anchors, overlapping=True)})
                 .with_row_index("_p").explode("a").drop_nulls("a"))
         for (a,), df in hits.partition_by("a", as_dict=True).items():
-            self.rows[a] = df.get_column("_p").unique(maintain_order=True)
+            self.rows[a] = df.get_column("_p")  # a line holding an anchor twice: set twice
 
     def mask(self, anchor: str, pos: pl.Series) -> pl.Series | None:
         """Whether each line at ``pos`` holds ``anchor``; None when no line of the batch does."""
@@ -327,7 +332,7 @@ class AnchorIndex:
         if m is None:
             m = self._masks[anchor] = pl.repeat(False, self.n, dtype=pl.Boolean, eager=True
                                                 ).scatter(self.rows[anchor], True)
-        return m if pos.len() == self.n else m.gather(pos)
+        return m.clone() if pos.len() == self.n else m.gather(pos)  # callers may scatter
 
 
 @functools.cache

@@ -77,8 +77,10 @@ class State:
         vals = [c for c in self.frame.columns if c not in self.keys]
         if not self.frame.height:
             return df.with_columns(pl.lit(None, self.frame.schema[c]).alias(c) for c in vals)
-        return df.join(self.frame, on=self.keys, how="left", nulls_equal=True,
-                       maintain_order="left")
+        # joined on the key columns alone: the batch's other columns are not gathered again
+        got = df.select(self.keys).join(self.frame, on=self.keys, how="left", nulls_equal=True,
+                                        maintain_order="left")
+        return df.with_columns(got.get_column(c) for c in vals)
 
     def update(self, new: pl.DataFrame) -> None:
         """Replace the values of the groups in ``new`` (one row per group); keep the others."""
