@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import glob
 import gzip
+import io
 import os
 import sys
 import zlib
@@ -146,9 +147,26 @@ def _open(path: str) -> tuple[BinaryIO, float | None, int | None]:
         raise InputError(f"{path}: cannot read ({e.strerror})") from e
     if f.read(2) == b"\x1f\x8b":
         f.seek(0)
-        return gzip.GzipFile(fileobj=f, mode="rb"), st.st_mtime, st.st_size  # type: ignore[return-value]
+        return gunzip(f), st.st_mtime, st.st_size
     f.seek(0)
     return f, st.st_mtime, st.st_size
+
+
+try:
+    from isal.isal_zlib import error as _isal_error
+except ImportError:  # pragma: no cover
+    _isal_error = zlib.error
+INFLATE_ERRORS = (OSError, EOFError, zlib.error, _isal_error)  # a corrupt or cut .gz
+
+
+def gunzip(f: BinaryIO) -> BinaryIO:
+    """A binary stream of a gzip file's content, inflated as it is read: by ISA-L
+    (``python-isal``, about 2.5x zlib's speed) where it is installed, else by zlib."""
+    try:
+        from isal import igzip
+    except ImportError:  # pragma: no cover - isal is a dependency; a platform without a wheel
+        return gzip.GzipFile(fileobj=f, mode="rb")  # type: ignore[return-value]
+    return igzip.IGzipFile(fileobj=f, mode="rb")  # type: ignore[return-value]
 
 
 def blocks(stream: BinaryIO, name: str, chunk_bytes: int = CHUNK_BYTES) -> Iterator[bytes]:
@@ -159,7 +177,7 @@ def blocks(stream: BinaryIO, name: str, chunk_bytes: int = CHUNK_BYTES) -> Itera
     while True:
         try:
             data = stream.read(chunk_bytes)
-        except (OSError, EOFError, zlib.error) as e:
+        except INFLATE_ERRORS as e:
             raise InputError(f"{name}: corrupt gzip file ({e})") from e
         if not data:
             break
@@ -219,8 +237,8 @@ def read_bytes(path: str) -> tuple[bytes, float | None]:
         raise InputError(f"{path}: cannot read ({e.strerror})") from e
     if data[:2] == b"\x1f\x8b":
         try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError, zlib.error) as e:
+            data = gunzip(io.BytesIO(data)).read()
+        except INFLATE_ERRORS as e:
             raise InputError(f"{path}: corrupt gzip file ({e})") from e
     return data, mtime
 
