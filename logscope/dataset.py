@@ -238,7 +238,10 @@ def read_part(path: str, start_byte: int = 0, start_line: int = 0, engine: str =
                 state["end"] += len(block)
                 yield sources.chunk(block)
 
-    def all_lines():  # noqa: ANN202 - gzip: the whole file, no append (as sources.stream)
+    def all_lines():  # noqa: ANN202 - gzip: the whole file, no append
+        if not _is_url(path):
+            yield from sources.stream(path)[0]  # decompressed as logscope.read does
+            return
         with _open_bin(path) as f, gzip.GzipFile(fileobj=f, mode="rb") as g:
             for block in sources.blocks(g, path):
                 yield sources.chunk(block)
@@ -763,7 +766,7 @@ def scan(out_dir: str | os.PathLike, table: str, where: Any = None,
         lf = pl.scan_parquet(path)
         have = lf.collect_schema().names()
         add = [pl.lit(v, pl.String).alias(k) for k, v in zip(PARTITIONS, values, strict=True)
-               if k not in have and (partitions or expr is not None)]
+               if k not in have and (partitions or not on_parts)]
         scans.append(lf.with_columns(add) if add else lf)
     if not scans:
         schema = {k: pl.String for k in PARTITIONS} if partitions else {}
@@ -771,7 +774,7 @@ def scan(out_dir: str | os.PathLike, table: str, where: Any = None,
     lf = pl.concat(scans, how="diagonal_relaxed")
     if expr is not None and not on_parts:
         lf = lf.filter(expr)
-    if not partitions and expr is not None:  # the partition columns were only for the filter
+    if not partitions and not on_parts:  # the partition columns were only for the filter
         lf = lf.drop([k for k in PARTITIONS if k not in _file_columns(parts["path"][0])])
     return lf
 
@@ -789,11 +792,17 @@ def scan_all(out_dir: str | os.PathLike, where: Any = None) -> dict[str, Any]:
         >>> tables = scan_all("ds/", "host = 'gpu3' AND date >= '2026-11-01'")  # doctest: +SKIP
         >>> tables["requests"].group_by("date").agg(pl.col("decode_tps").median()).collect()
     """
-    if not (Path(out_dir) / MANIFEST).exists() and not tables_in(out_dir):
+    return {t: scan(out_dir, t, where) for t in _tables_of(out_dir)}
+
+
+def _tables_of(out_dir: str | os.PathLike) -> list[str]:
+    """:func:`tables_in`, or an ``InputError`` if ``out_dir`` is not a dataset."""
+    if not Path(out_dir).is_dir() or (
+            not (Path(out_dir) / MANIFEST).exists() and not tables_in(out_dir)):
         from . import sources
 
         raise sources.InputError(f"{out_dir}: not a logscope dataset (no {MANIFEST})")
-    return {t: scan(out_dir, t, where) for t in tables_in(out_dir)}
+    return tables_in(out_dir)
 
 
 _ORDER = {"requests": ("file", "run", "t_start", "task", "slot")}
@@ -815,7 +824,7 @@ def load(out_dir: str | os.PathLike, where: Any = None):  # noqa: ANN201 - logsc
     from .ingest import FileStats, Logs
 
     tables = {}
-    for t in scan_all(out_dir, where):
+    for t in _tables_of(out_dir):
         df = scan(out_dir, t, where, partitions=False).collect()
         keys = [c for c in _ORDER.get(t, ("file", "line")) if c in df.columns]
         tables[t] = df.sort(keys, nulls_last=True, maintain_order=True) if keys else df

@@ -332,9 +332,14 @@ def _client(scheduler: Any) -> tuple[Any, bool]:
     if local:
         import logging
 
-        cluster = LocalCluster(n_workers=int(local.group(1)), threads_per_worker=1,
-                               processes=True, dashboard_address=":0",
-                               silence_logs=logging.ERROR)
+        import dask
+
+        # the workers' statistical profiler samples every thread's stack every 10 ms, under
+        # the GIL: off, as nobody looks at a dashboard of a cluster that lives for one ingest
+        with dask.config.set({"distributed.worker.profile.enabled": False}):
+            cluster = LocalCluster(n_workers=int(local.group(1)), threads_per_worker=1,
+                                   processes=True, dashboard_address=":0",
+                                   silence_logs=logging.ERROR)
         try:
             return Client(cluster, set_as_default=False), True
         except BaseException:
