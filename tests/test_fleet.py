@@ -324,3 +324,27 @@ def test_duckdb_reads_the_dataset_as_docs_fleet_md_shows(fleet_ds):
     assert got["requests"].to_list() == want["requests"].to_list()
     assert got["date"].to_list() == want["date"].to_list()
     assert got["decode_tps"].to_list() == pytest.approx(want["decode_tps"].to_list(), nan_ok=True)
+
+
+def test_fsspec_urls_are_ingested_like_paths(tmp_path, client):
+    """Logs given as fsspec URLs (``file://`` here; ``s3://`` with s3fs) are read by the
+    workers through fsspec: the rows of the same logs given as paths."""
+    paths = _fleet(tmp_path)[:4]
+    by_path = ingest_to_dataset(paths, tmp_path / "a", workers=1)
+    pattern = "file://" + str(tmp_path / "logs" / "gpu1" / "*.log")
+    urls = [*(f"file://{p}" for p in paths if "/gpu1/" not in p), pattern]
+    by_url = ingest_to_dataset(urls, tmp_path / "b", scheduler=client)
+    assert (by_url["ingested"], by_url["lines"]) == (by_path["ingested"], by_path["lines"])
+    def plain(ds: Path) -> dict[str, pl.DataFrame]:  # file as a string, without file://
+        return {t: _canonical(df.with_columns(pl.col("file").cast(pl.String)
+                                              .str.replace("^file://", "")))
+                for t, df in _tables(ds).items()}
+
+    a, b = plain(tmp_path / "a"), plain(tmp_path / "b")
+    assert list(a) == list(b)
+    for name in a:
+        assert_frame_equal(a[name], b[name], check_exact=True), name
+    assert ingest_to_dataset(urls, tmp_path / "b", scheduler=client)["skipped"] == len(paths)
+    r = CliRunner().invoke(cli, ["ingest", "file:///nonexistent/x.log", "--dataset",
+                                 str(tmp_path / "c"), "--scheduler", "threads"])
+    assert r.exit_code == 2 and "no such file" in r.output
