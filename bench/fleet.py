@@ -77,7 +77,9 @@ if __name__ == "__main__":
     else:
         r = ingest_to_dataset(pattern, ds, **kw)
     wall = time.perf_counter() - t
+    import logscope
     print(json.dumps({"wall": wall, "lines": r["lines"], "parts": r["parts"],
+                      "module": logscope.__file__,
                       "files": r["ingested"], "driver_kb": peak_kb(),
                       "worker_kb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}))
 """
