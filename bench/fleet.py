@@ -23,8 +23,11 @@ markdown table: the best wall s (and every run's), MiB/s of log (uncompressed), 
 peak RSS (``VmHWM`` of the child's own ``/proc/self/status``: not its workers) and the largest
 worker's peak RSS (``getrusage(RUSAGE_CHILDREN).ru_maxrss`` of the child after its workers
 exited; an upper bound, as a spawned child's ``ru_maxrss`` starts from the parent's at exec),
-plus the time to start and close an empty LocalCluster alone. Every mode's dataset must hold
-the same number of lines and Parquet parts (checked: the run fails otherwise).
+the CPU seconds of the driver and its workers together (user + system, the least over the
+rounds: on a shared machine the wall time says how busy the others were, the CPU time what
+the ingest itself cost), plus the time to start and close an empty LocalCluster alone. Every
+mode's dataset must hold the same number of lines and Parquet parts (checked: the run fails
+otherwise).
 
 MB means MiB (2**20 bytes).
 """
@@ -78,8 +81,11 @@ if __name__ == "__main__":
         r = ingest_to_dataset(pattern, ds, **kw)
     wall = time.perf_counter() - t
     import logscope
+    me, kids = (resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
     print(json.dumps({"wall": wall, "lines": r["lines"], "parts": r["parts"],
                       "module": logscope.__file__,
+                      "cpu_driver": me.ru_utime + me.ru_stime,
+                      "cpu_workers": kids.ru_utime + kids.ru_stime,
                       "files": r["ingested"], "driver_kb": peak_kb(),
                       "worker_kb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}))
 """
@@ -177,14 +183,16 @@ def main(argv: list[str] | None = None) -> int:
             driver = max(r["driver_kb"] for r in runs[mode]) / 1024
             worker_kb = max(r["worker_kb"] for r in runs[mode])
             worker = f"{worker_kb / 1024:.0f}" if worker_kb else "—"
+            cpu = min(r["cpu_driver"] + r["cpu_workers"] for r in runs[mode])
             rows.append(f"| {3 * hosts} × {a.days} | {meta['files']} | "
                         f"{meta['log_bytes'] / MB:.0f} ({meta['disk_bytes'] / MB:.0f}) | "
                         f"{label.get(mode, mode)} | {best:.1f} ({every}) | "
-                        f"{meta['log_bytes'] / MB / best:.1f} | {driver:.0f} | {worker} |")
+                        f"{meta['log_bytes'] / MB / best:.1f} | {cpu:.1f} | {driver:.0f} | "
+                        f"{worker} |")
     start = run_child("", DATA / "ds-none", "cluster-only")
     print("| logs (engine·host × days) | files | MiB of log (on disk) | mode | wall s, best "
-          "(all) | MiB/s of log | driver peak RSS MiB | largest worker peak RSS MiB |")
-    print("|---|---|---|---|---|---|---|---|")
+          "(all) | MiB/s of log | CPU s | driver peak RSS MiB | largest worker peak RSS MiB |")
+    print("|---|---|---|---|---|---|---|---|---|")
     print("\n".join(rows))
     print(f"\nLocalCluster(n_workers=2) start + close alone: {start['wall']:.1f} s")
     if a.json_out:
