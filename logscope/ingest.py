@@ -208,6 +208,9 @@ def parse_batch(raw: pl.Series, file: str, engines: list[str] | None = None, *,
                 _merge(out, eng, res)
     if rest.height:
         out.other = rest.group_by("file").agg(pl.len().alias("n"))
+    # each kind's fields in line order, as the model's rows: joined by position (_kind_table)
+    out.fields = {e: {k: f if f.get_column("_row").is_sorted() else f.sort("_row")
+                      for k, f in ks.items()} for e, ks in out.fields.items()}
     return out
 
 
@@ -391,7 +394,7 @@ class Assembler:
         if eng not in ROUTERS:
             return False
         variants = pl.concat([c.filter(pl.col("engine") == eng).select("variant")
-                              for c in self.classified]).get_column("variant")
+                              for c in self.classified]).get_column("variant").cast(pl.String)
         return variants.len() > 0 and bool(variants.str.starts_with("ignored_router").all())
 
     def result(self, files: list[FileStats]) -> Logs:
@@ -448,8 +451,8 @@ class Assembler:
         # the engines' parts follow each other, as the engines are tried in turn
         if resort or len(self.streams) > 1:
             order = {e: i for i, e in enumerate(self.engines)}
-            lines = lines.sort(pl.col("engine").replace_strict(order, return_dtype=pl.Int32),
-                               "file", "line", "_row")
+            lines = lines.sort(pl.col("engine").cast(pl.String).replace_strict(
+                order, return_dtype=pl.Int32), pl.col("file").cast(pl.String), "line", "_row")
         tables["lines_classified"] = lines.drop("_row")
         tables["unrecognized"] = _unrecognized(self.unrecognized)
         counts = (pl.concat(self.counts) if self.counts else _class_counts([]))
@@ -482,10 +485,17 @@ def _class_of(kind: pl.Expr) -> pl.Expr:
             .otherwise(pl.lit(EVENT)))
 
 
+CLASSES = pl.Enum([EVENT, IGNORED, OTHER, UNRECOGNIZED])
+
+
 def _classified(rows: pl.DataFrame) -> pl.DataFrame:
-    """The ``lines_classified`` columns of an engine's rows (plus ``_row``, for ordering)."""
-    return rows.select("_row", "file", "line", "engine", pl.col("run").cast(pl.Int32),
-                       _class_of(pl.col("kind")).alias("class"), "kind", "variant")
+    """The ``lines_classified`` columns of an engine's rows (plus ``_row``, for ordering): one
+    row per line, so its repeated strings are categorical (4 bytes a row, not a string view)."""
+    cat = pl.Categorical()
+    return rows.select("_row", pl.col("file").cast(cat), "line", pl.col("engine").cast(cat),
+                       pl.col("run").cast(pl.Int32),
+                       _class_of(pl.col("kind")).cast(CLASSES).alias("class"),
+                       pl.col("kind").cast(cat), pl.col("variant").cast(cat))
 
 
 def _class_counts(batches: list[Batch]) -> pl.DataFrame:
@@ -510,7 +520,11 @@ def _kind_table(rows: pl.DataFrame, fields: dict[str, str], own: pl.DataFrame | 
     """The rows of one event kind as its table: the common columns, the model's, the kind's
     fields (``own``, keyed by ``_row``), then ``_row`` and the model's temporary columns."""
     if own is not None:
-        rows = rows.join(own, on="_row", how="left", maintain_order="left")
+        if (own.height == rows.height and not set(own.columns) & set(rows.columns) - {"_row"}
+                and own.get_column("_row").equals(rows.get_column("_row"))):
+            rows = rows.hstack(own.drop("_row").get_columns())  # the same rows, in order
+        else:
+            rows = rows.join(own, on="_row", how="left", maintain_order="left")
     cols = []
     for c in COMMON_COLUMNS:
         if c in rows.columns:
