@@ -173,6 +173,19 @@ def _structured_entry(text: str) -> tuple[str, str] | None:
     return f"{when} {level} ", _ANSI_RX.sub("", msg).rstrip(PADDING + "\n")
 
 
+_PLAIN_STR = re.compile(r'[ !#-\[\]-~]*')  # printable ASCII without " and \
+
+
+def _dumps(v: object) -> str:
+    """``json.dumps(v)``, with its answer for the common values computed directly."""
+    t = type(v)
+    if t is str and _PLAIN_STR.fullmatch(v):  # type: ignore[arg-type]
+        return f'"{v}"'
+    if t is int:
+        return str(v)
+    return json.dumps(v)
+
+
 def json_entry_to_text(text: str) -> str:
     """Render a llama.cpp era A/C JSON log object as the era-C text line
     ``LEVEL [func] msg | key=value ...``; anything else is returned unchanged."""
@@ -189,7 +202,7 @@ def json_entry_to_text(text: str) -> str:
     level = str(obj.pop("level", ""))
     func = str(obj.pop("function", ""))
     obj.pop("line", None)
-    extras = " ".join(f"{k}={json.dumps(v)}" for k, v in obj.items())
+    extras = " ".join(f"{k}={_dumps(v)}" for k, v in obj.items())
     return f"{level:>4} [{func:>24}] {msg} |{' ' + extras if extras else ''}"
 
 
