@@ -37,7 +37,7 @@ from .parse import (
 COMMON_COLUMNS = ["file", "line", "run", "engine", "ts", "ts_source", "ts_inferred", "t_rel",
                   "level", "slot", "task", "variant"]
 # columns an engine model may add to its event rows (kept in the kind tables when present)
-MODEL_COLUMNS = {"basis": pl.String, "counter": pl.String, "mean_acceptance_length_raw": pl.Float64,
+MODEL_COLUMNS = {"basis": pl.Categorical(), "counter": pl.String, "mean_acceptance_length_raw": pl.Float64,
                  "primary_rank": pl.Boolean, "partial": pl.Boolean, "prefix": pl.String}
 MAX_DIAGNOSTICS = 200  # lark explains at most this many unrecognized lines per ingest
 # lark's Earley parser is superlinear on long lines (an 8 KB SGLang batch line takes seconds):
@@ -531,7 +531,9 @@ def _kind_table(rows: pl.DataFrame, fields: dict[str, str], own: pl.DataFrame | 
             cols.append(pl.col(c))
         else:
             cols.append(pl.lit(None).alias(c))
-    cols += [pl.col(c) for c in MODEL_COLUMNS if c in rows.columns]
+    # a model column's dtype is the table's (``basis``, one of a few long sentences a row, is
+    # categorical: 4 bytes a row)
+    cols += [pl.col(c).cast(d) for c, d in MODEL_COLUMNS.items() if c in rows.columns]
     for f, d in fields.items():
         if f in COMMON_COLUMNS or f in MODEL_COLUMNS:
             continue
