@@ -1,0 +1,96 @@
+#!/usr/bin/env python3
+"""Where an ingest's CPU goes, stage by stage, on one thread (so the figures add up).
+
+    python bench/profile_ingest.py bench/data/llama-server-100mb-seed1.log [--engine auto]
+
+Reads the log in the blocks ``logscope.read`` uses, parses them one after another in this thread,
+then runs the engine models over the parsed batches, timing each stage with the process's CPU
+clock (``time.process_time``: Polars' own threads included). Prints a table of CPU seconds per
+stage (nested stages indented; a stage's time includes its children's). On a shared, loaded
+machine CPU seconds are steadier than wall seconds; compare two revisions in the same hour.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import functools
+import os
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from logscope import frontend, ingest, parse, sources  # noqa: E402
+
+ACC: dict[str, float] = collections.defaultdict(float)
+CALLS: collections.Counter[str] = collections.Counter()
+
+# (owner, attribute, label, depth): the stages, in pipeline order
+STAGES = [
+    (sources.Chunk, "lines", "decode + split lines (Polars)", 1),
+    (ingest, "parse_batch", "parse_batch", 1),
+    (ingest, "strip_frame", "front end (ANSI, padding, embeddings, JSON, glued)", 2),
+    (frontend, "_json_entry", "JSON entries (Python, per line)", 3),
+    (ingest, "AnchorIndex", "anchor index (one Aho-Corasick pass)", 2),
+    (ingest, "classify", "classify (9 passes: 3 phases x 3 engines)", 2),
+    (parse, "_locate", "locate messages (unanchored regex)", 3),
+    (parse, "_captures", "envelope + body captures", 3),
+    (parse, "_extract", "typed fields", 3),
+    (parse, "_expand_rep", "key/value items", 4),
+    (parse, "_decode_prefix", "wrapper prefixes", 3),
+    (ingest.Assembler, "add", "engine models, per batch", 1),
+    (ingest.Assembler, "_emit", "kind tables per batch", 2),
+    (ingest.Assembler, "result", "finish (clocks, requests, stacking)", 1),
+]
+
+
+def wrap(owner: object, name: str, label: str) -> None:
+    f = getattr(owner, name)
+
+    @functools.wraps(f)
+    def timed(*a, **k):  # noqa: ANN002, ANN003, ANN202
+        t = time.process_time()
+        try:
+            return f(*a, **k)
+        finally:
+            ACC[label] += time.process_time() - t
+            CALLS[label] += 1
+
+    setattr(owner, name, timed)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("log")
+    ap.add_argument("--engine", default="auto")
+    args = ap.parse_args()
+    for owner, name, label, _ in STAGES:
+        wrap(owner, name, label)
+    names = ingest.available_engines() if args.engine == "auto" else [args.engine]
+    t0, w0 = time.process_time(), time.perf_counter()
+    chunks, mtime, _size = sources.stream(args.log, sources.CHUNK_BYTES)
+    batches, stats, line = [], ingest.FileStats(args.log), 0
+    for ch in chunks:
+        raw, bad, capped = ch.lines()
+        batches.append(ingest.parse_batch(raw, args.log, names, first_line=line))
+        line += ch.n_lines
+        stats.lines += ch.n_lines
+    asm = ingest.Assembler(names, {args.log: mtime})
+    for b in batches:
+        asm.add(b)
+    logs = asm.result([stats])
+    cpu, wall = time.process_time() - t0, time.perf_counter() - w0
+    print(f"{os.path.basename(args.log)}: {stats.lines:,} lines, {logs.summary()['requests']:,} "
+          f"requests; CPU {cpu:.2f} s, wall {wall:.2f} s (one thread + Polars' pool), "
+          f"load {os.getloadavg()[0]:.1f}\n")
+    print("| stage | CPU s | calls |\n|---|---:|---:|")
+    for _owner, _name, label, depth in STAGES:
+        pad = "· " * (depth - 1)
+        print(f"| {pad}{label} | {ACC[label]:.2f} | {CALLS[label]} |")
+
+
+if __name__ == "__main__":
+    main()
