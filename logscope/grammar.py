@@ -88,6 +88,8 @@ class Variant:
     fields: dict[str, str]  # field -> dtype name (duplicates coalesced: see ``aliases``)
     aliases: dict[str, str]  # regex group name -> field name (for duplicate field groups)
     reps: tuple[Repetition, ...] = ()
+    # without one common anchor: literals of which every matching body holds at least one
+    any_of: tuple[str, ...] = ()
 
     @property
     def all_fields(self) -> dict[str, str]:
@@ -419,12 +421,45 @@ class _Compiler:
         lits = self.required_literals(node)
         return max(lits, key=len) if lits else ""
 
+    def literal_choices(self, node: Any, stack: tuple[str, ...] = ()) -> list[str] | None:
+        """Literals of which every match of ``node`` holds at least one (an alternation's
+        anchors), or None: routing for a variant without one common anchor."""
+        req = self.required_literals(node, stack)
+        if req:
+            best = max(req, key=len)
+            return [best] if len(best) >= MIN_CHOICE else None
+        if isinstance(node, self.T):
+            return None
+        if isinstance(node, self.NT):
+            if node.name in stack:
+                return None
+            return self.literal_choices(self.rules[node.name], (*stack, node.name))
+        data = node.data
+        if data == "expansions":
+            alts = [self.literal_choices(a, stack) for a in node.children]
+            if any(a is None for a in alts):
+                return None
+            out = sorted({x for a in alts for x in a or ()})
+            return out if len(out) <= MAX_CHOICES else None
+        if data == "expansion":
+            options = [c for c in (self.literal_choices(ch, stack) for ch in node.children) if c]
+            return min(options, key=lambda o: (len(o), -min(map(len, o)))) if options else None
+        if data == "value" or (data == "expr" and str(node.children[1]) == "+"):
+            return self.literal_choices(node.children[0], stack)
+        return None
+
     def variant(self, kind: str, name: str, doc: str) -> Variant:
         ctx = _Ctx(capture=True)
         body = self.rx(self.NT(name), ctx)
         aliases = {g: f for g, f in ctx.group_names.items() if g != f}
-        return Variant(kind, name, doc, self.anchor(self.NT(name)), f"^(?:{body})$",
-                       dict(ctx.fields), aliases, tuple(ctx.reps))
+        anchor = self.anchor(self.NT(name))
+        choices = () if anchor else tuple(self.literal_choices(self.NT(name)) or ())
+        return Variant(kind, name, doc, anchor, f"^(?:{body})$", dict(ctx.fields), aliases,
+                       tuple(ctx.reps), choices)
+
+
+MIN_CHOICE = 3  # a routing literal shorter than this would hold for most lines
+MAX_CHOICES = 16
 
 
 def _direct_fields(tree: Any, comp: _Compiler) -> bool:
@@ -544,7 +579,8 @@ def compile_grammar(engine: str) -> CompiledGrammar:
 def _to_json(g: CompiledGrammar) -> dict[str, Any]:
     def var(v: Variant) -> dict[str, Any]:
         return {
-            "kind": v.kind, "name": v.name, "doc": v.doc, "anchor": v.anchor, "regex": v.regex,
+            "kind": v.kind, "name": v.name, "doc": v.doc, "anchor": v.anchor,
+            "any_of": list(v.any_of), "regex": v.regex,
             "fields": v.fields, "aliases": v.aliases,
             "reps": [{"group": r.group, "item_regex": r.item_regex,
                       "members": [m.__dict__ for m in r.members]} for r in v.reps],
@@ -559,7 +595,8 @@ def _from_json(d: dict[str, Any]) -> CompiledGrammar:
     variants = [
         Variant(v["kind"], v["name"], v["doc"], v["anchor"], v["regex"], v["fields"], v["aliases"],
                 tuple(Repetition(r["group"], r["item_regex"],
-                                 tuple(Member(**m) for m in r["members"])) for r in v["reps"]))
+                                 tuple(Member(**m) for m in r["members"])) for r in v["reps"]),
+                tuple(v["any_of"]))
         for v in d["variants"]
     ]
     return CompiledGrammar(d["engine"], d["digest"], d["envelope_regex"], d["envelope_fields"],

@@ -37,8 +37,9 @@ from .parse import (
 COMMON_COLUMNS = ["file", "line", "run", "engine", "ts", "ts_source", "ts_inferred", "t_rel",
                   "level", "slot", "task", "variant"]
 # columns an engine model may add to its event rows (kept in the kind tables when present)
-MODEL_COLUMNS = {"basis": pl.Categorical(), "counter": pl.String, "mean_acceptance_length_raw": pl.Float64,
-                 "primary_rank": pl.Boolean, "partial": pl.Boolean, "prefix": pl.String}
+MODEL_COLUMNS = {"basis": pl.Categorical(), "counter": pl.String,
+                 "mean_acceptance_length_raw": pl.Float64, "primary_rank": pl.Boolean,
+                 "partial": pl.Boolean, "prefix": pl.String}
 MAX_DIAGNOSTICS = 200  # lark explains at most this many unrecognized lines per ingest
 # lark's Earley parser is superlinear on long lines (an 8 KB SGLang batch line takes seconds):
 # it reads at most this much of one line, and this much in all per ingest (no hang on hostile input)

@@ -338,7 +338,8 @@ class AnchorIndex:
 @functools.cache
 def anchors_of(engines: tuple[str, ...]) -> list[str]:
     """Every variant anchor of ``engines``' grammars (what :class:`AnchorIndex` looks for)."""
-    return sorted({v.anchor for e in engines for v in load_grammar(e).variants if v.anchor})
+    return sorted({a for e in engines for v in load_grammar(e).variants
+                   for a in ((v.anchor,) if v.anchor else v.any_of)})
 
 
 def classify(lines: pl.DataFrame, g: CompiledGrammar,
@@ -375,8 +376,8 @@ def classify(lines: pl.DataFrame, g: CompiledGrammar,
     anchor_masks: dict[str, pl.Series | None] = {}
     env_rx = _env_nonempty(g)
     if anchors is None:
-        anchors = AnchorIndex(lines.get_column("text"), sorted({v.anchor for v in variants
-                                                               if v.anchor}), 0)
+        anchors = AnchorIndex(lines.get_column("text"), sorted(
+            {a for v in variants for a in ((v.anchor,) if v.anchor else v.any_of)}), 0)
         where = pl.select(pl.int_range(lines.height, dtype=pl.UInt32)).to_series()
     else:
         where = (lines.get_column("_row") - anchors.base).cast(pl.UInt32)
@@ -402,6 +403,12 @@ def classify(lines: pl.DataFrame, g: CompiledGrammar,
             if m is None:
                 continue
             mask = m & ~settled
+        elif v.any_of:  # one of several literals (an alternation without a common one)
+            ms = [anchors.mask(a, where) for a in v.any_of]
+            ms = [m for m in ms if m is not None]
+            if not ms:
+                continue
+            mask = functools.reduce(lambda a, b: a | b, ms) & ~settled
         else:
             mask = ~settled
         if not mask.any():
@@ -568,6 +575,8 @@ def split_envelope(g: CompiledGrammar, text: str) -> tuple[dict[str, Any], str]:
 def locate(g: CompiledGrammar, v: Variant, text: str) -> tuple[str, str] | None:
     """(prefix, message) of variant ``v`` in one line, as :func:`classify` finds it, or None."""
     if v.anchor and v.anchor not in text:
+        return None
+    if v.any_of and not any(a in text for a in v.any_of):
         return None
     rx, start = _rx(g.located(v)), 0
     for _ in range(MAX_RETRIES + 1):
