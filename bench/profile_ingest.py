@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Where an ingest's CPU goes, stage by stage, on one thread (so the figures add up).
 
-    python bench/profile_ingest.py bench/data/llama-server-100mb-seed1.log [--engine auto]
+    python bench/profile_ingest.py bench/data/llama-server-100mb-seed1.log [--engine auto] [--tree DIR]
 
 Reads the log in the blocks ``logscope.read`` uses, parses them one after another in this thread,
 then runs the engine models over the parsed batches, timing each stage with the process's CPU
@@ -21,6 +21,11 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+# --tree DIR: profile the logscope of another checkout (e.g. a worktree of an older revision)
+if "--tree" in sys.argv:
+    i = sys.argv.index("--tree")
+    ROOT = Path(sys.argv[i + 1]).resolve()
+    del sys.argv[i:i + 2]
 sys.path.insert(0, str(ROOT))
 
 from logscope import frontend, ingest, parse, sources  # noqa: E402
@@ -48,7 +53,9 @@ STAGES = [
 
 
 def wrap(owner: object, name: str, label: str) -> None:
-    f = getattr(owner, name)
+    f = getattr(owner, name, None)
+    if f is None:  # a stage this revision does not have
+        return
 
     @functools.wraps(f)
     def timed(*a, **k):  # noqa: ANN002, ANN003, ANN202
@@ -74,7 +81,8 @@ def main() -> None:
     chunks, mtime, _size = sources.stream(args.log, sources.CHUNK_BYTES)
     batches, stats, line = [], ingest.FileStats(args.log), 0
     for ch in chunks:
-        raw, bad, capped = ch.lines()
+        raw = (ch.lines()[0] if hasattr(ch, "lines") else
+               __import__("polars").Series("raw", [ch.text]).str.split("\n").explode())
         batches.append(ingest.parse_batch(raw, args.log, names, first_line=line))
         line += ch.n_lines
         stats.lines += ch.n_lines

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Whole-process speed of ``logscope ingest`` against the plain per-line script, in one run.
 
-    python bench/speed.py [--mb 100] [--runs 5] [--engine all] [--json OUT]
+    python bench/speed.py [--mb 100] [--runs 5] [--engine all] [--json OUT] [--tree DIR]
 
 For each engine it takes the deterministic mixed log of ``bench/throughput.py`` (built once into
 ``bench/data/``) and times, as a user would with ``time``, whole processes started from this
@@ -38,10 +38,17 @@ import throughput  # noqa: E402  (bench/throughput.py builds the logs)
 LOGSCOPE = [sys.executable, "-m", "logscope"]
 
 
+TREE: dict[str, str] = {}  # --tree: the logscope that A runs (PYTHONPATH), e.g. an older worktree
+
+
 def run(cmd: list[str]) -> dict[str, float]:
     """Wall, CPU (user + system) and peak RSS (MiB) of one whole process."""
+    env, cwd = dict(os.environ), ROOT
+    if cmd[:3] == LOGSCOPE and TREE:  # ``-m`` puts the working directory first on sys.path
+        env["PYTHONPATH"], cwd = TREE["path"], Path(TREE["path"])
     t = time.perf_counter()
-    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=ROOT)
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=cwd,
+                         env=env)
     _, status, ru = os.wait4(p.pid, 0)
     wall = time.perf_counter() - t
     err = p.stderr.read().decode(errors="replace") if p.stderr else ""
@@ -77,10 +84,15 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--engine", default="all", choices=["all", *throughput.ENGINES])
     ap.add_argument("--json", default=None, help="write the figures here too")
+    ap.add_argument("--tree", default=None,
+                    help="run the logscope of this checkout (e.g. a git worktree of an older "
+                         "revision) as A, for before/after figures against the same script")
     args = ap.parse_args()
+    if args.tree:
+        TREE["path"] = str(Path(args.tree).resolve())
     engines = list(throughput.ENGINES) if args.engine == "all" else [args.engine]
-    rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
-                         text=True).stdout.strip()
+    rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=args.tree or ROOT,
+                         capture_output=True, text=True).stdout.strip()
     print(f"code {rev}, {os.cpu_count()} CPUs, {args.runs} runs per command, "
           f"medians; ratio = median of the pairwise A/B\n")
     print("| engine | log | load before | A: `logscope ingest --json` wall s | cpu s | peak MiB "
