@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Where an ingest's CPU goes, stage by stage, on one thread (so the figures add up).
 
-    python bench/profile_ingest.py bench/data/llama-server-100mb-seed1.log [--engine auto] [--tree DIR]
+    python bench/profile_ingest.py LOG [--engine auto] [--tree DIR]
 
 Reads the log in the blocks ``logscope.read`` uses, parses them one after another in this thread,
 then runs the engine models over the parsed batches, timing each stage with the process's CPU
