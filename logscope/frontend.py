@@ -212,19 +212,20 @@ def strip_frame(lines, first_row: int = 0):  # noqa: ANN001, ANN201 - polars imp
     renumbered from ``first_row``."""
     import polars as pl
 
-    raw = pl.col("raw")
-    df = lines.with_columns(
-        pl.when(raw.str.contains(r"\x1b|\[[0-9;]*m", literal=False))
-        .then(raw.str.replace_all(ANSI, ""))
-        .otherwise(raw)
-        .str.strip_chars_end(PADDING)
-        .alias("text"),
-        pl.lit(None, pl.String).alias("outer"),
-    )
-    suffix = pl.col("text").str.contains(SUFFIX_HINT, literal=True)
-    if df.select(suffix.any()).item():
-        df = df.with_columns(pl.when(suffix).then(pl.col("text").str.replace(SUFFIX, ""))
-                             .otherwise(pl.col("text")).alias("text"))
+    def on(mask: pl.Series, col: pl.Series, fix) -> pl.Series:  # noqa: ANN001
+        """``col`` with ``fix`` applied to the rows of ``mask`` only (a regex that runs on the
+        few lines a cheap test picked, not on every line)."""
+        if not mask.any():
+            return col
+        at = mask.arg_true()
+        return col.scatter(at, fix(col.gather(at)))
+
+    raw = lines.get_column("raw")
+    text = on(raw.str.contains(r"\x1b|\[[0-9;]*m"), raw.clone(),
+              lambda t: t.str.replace_all(ANSI, "")).str.strip_chars_end(PADDING)
+    text = on(text.str.contains(SUFFIX_HINT, literal=True), text,
+              lambda t: t.str.replace(SUFFIX, ""))
+    df = lines.with_columns(text.alias("text"), pl.lit(None, pl.String).alias("outer"))
     # quoted embeddings (logfmt line="..." / msg="..."): a literal test, then the regex on the
     # lines that pass it
     hint = df.select(pl.col("text").str.contains(EMBED_HINT, literal=True)).to_series()
@@ -250,9 +251,15 @@ def strip_frame(lines, first_row: int = 0):  # noqa: ANN001, ANN201 - polars imp
             df.get_column("outer").scatter(at, pl.Series([o for o, _ in pairs], dtype=pl.String)))
     text = df.get_column("text")
     hint = text.str.contains_any(GLUED_HINTS)  # the literal test first, the regex on its lines
-    if hint.any() and text.filter(hint).str.contains(GLUED).any():
-        # one row per record: the records of a glued line share its line number
-        df = (df.with_columns(pl.col("text").str.replace_all(GLUED, "${1}\n${2}")
-                              .str.split("\n"))
-              .explode("text").drop("_row").with_row_index("_row", offset=first_row))
+    glued = (pl.repeat(False, df.height, dtype=pl.Boolean, eager=True)
+             .scatter(hint.arg_true(), text.filter(hint).str.contains(GLUED))
+             if hint.any() else None)
+    if glued is not None and glued.any():
+        # one row per record: the records of a glued line share its line number (only the
+        # glued lines are split; a stable sort puts their records back in place)
+        split = (df.filter(glued).with_columns(
+            pl.col("text").str.replace_all(GLUED, "${1}\n${2}").str.split("\n"))
+            .explode("text"))
+        df = (pl.concat([df.filter(~glued), split]).sort("_row", maintain_order=True)
+              .drop("_row").with_row_index("_row", offset=first_row))
     return df
