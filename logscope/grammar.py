@@ -92,6 +92,12 @@ class Variant:
     any_of: tuple[str, ...] = ()
 
     @property
+    def routing(self) -> tuple[str, ...]:
+        """The literals a line must hold (one of) to be a candidate: the anchor, else ``any_of``
+        (empty: every line is one)."""
+        return (self.anchor,) if self.anchor else self.any_of
+
+    @property
     def all_fields(self) -> dict[str, str]:
         out = dict(self.fields)
         for rep in self.reps:
@@ -620,14 +626,13 @@ def load_grammar(engine: str) -> CompiledGrammar:
 def load_compiled(name: str) -> CompiledGrammar:
     """The compiled grammar ``grammars/<name>.lark`` (a server's or a telemetry format's),
     cached by grammar hash in memory and on disk: lark runs once per grammar version."""
-    engine = name
-    digest = _digest(engine)
-    path = _cache_file(engine, digest)
+    digest = _digest(name)
+    path = _cache_file(name, digest)
     try:
         return _from_json(json.loads(path.read_text()))
     except (OSError, ValueError, KeyError, TypeError):
         pass
-    g = compile_grammar(engine)
+    g = compile_grammar(name)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")

@@ -193,18 +193,18 @@ WORD_CHAR = r"[A-Za-z0-9_]$"  # a message does not start inside a word (its pref
 def _message_regex(g: CompiledGrammar, v: Variant) -> str:
     """Variant ``v``'s anchored regex over a located message: ``MATCHED``, the envelope's groups
     (renamed ``__e_<group>``, so none clashes with a body field), then the body's."""
-    rx = g.envelope_regex
-    if not (rx.startswith("^") and rx.endswith(BODY_GROUP)):
-        raise ValueError(f"{g.engine}: envelope regex does not end in {BODY_GROUP}")
-    env = re.sub(r"\(\?P<", f"(?P<{ENV_GROUP}", rx[1:-len(BODY_GROUP)])
+    env = _envelope_regexes(g)[0][1:]
     body = v.regex[1:] if v.regex.startswith("^") else v.regex
     return f"^(?P<{MATCHED}>){env}{body}"
 
 
 def _envelope_regexes(g: CompiledGrammar) -> tuple[str, str]:
-    """(the envelope alone with its groups renamed as in :func:`_message_regex`, the envelope
-    without groups): what :func:`_captures` reads a message's envelope with, once per line."""
+    """(the envelope alone, anchored, its groups renamed ``__e_<group>`` so that none clashes
+    with a body field; the envelope without groups): what :func:`_captures` reads a message's
+    envelope with, once per line, and what :func:`_message_regex` starts with."""
     rx = g.envelope_regex
+    if not (rx.startswith("^") and rx.endswith(BODY_GROUP)):
+        raise ValueError(f"{g.engine}: envelope regex does not end in {BODY_GROUP}")
     env = re.sub(r"\(\?P<", f"(?P<{ENV_GROUP}", rx[1:-len(BODY_GROUP)])
     return f"^{env}", f"^(?:{g.envelope_search})"
 
@@ -338,8 +338,7 @@ class AnchorIndex:
 @functools.cache
 def anchors_of(engines: tuple[str, ...]) -> list[str]:
     """Every variant anchor of ``engines``' grammars (what :class:`AnchorIndex` looks for)."""
-    return sorted({a for e in engines for v in load_grammar(e).variants
-                   for a in ((v.anchor,) if v.anchor else v.any_of)})
+    return sorted({a for e in engines for v in load_grammar(e).variants for a in v.routing})
 
 
 def classify(lines: pl.DataFrame, g: CompiledGrammar,
@@ -376,8 +375,8 @@ def classify(lines: pl.DataFrame, g: CompiledGrammar,
     anchor_masks: dict[str, pl.Series | None] = {}
     env_rx = _env_nonempty(g)
     if anchors is None:
-        anchors = AnchorIndex(lines.get_column("text"), sorted(
-            {a for v in variants for a in ((v.anchor,) if v.anchor else v.any_of)}), 0)
+        anchors = AnchorIndex(lines.get_column("text"),
+                              sorted({a for v in variants for a in v.routing}), 0)
         where = pl.select(pl.int_range(lines.height, dtype=pl.UInt32)).to_series()
     else:
         where = (lines.get_column("_row") - anchors.base).cast(pl.UInt32)
@@ -574,9 +573,7 @@ def split_envelope(g: CompiledGrammar, text: str) -> tuple[dict[str, Any], str]:
 
 def locate(g: CompiledGrammar, v: Variant, text: str) -> tuple[str, str] | None:
     """(prefix, message) of variant ``v`` in one line, as :func:`classify` finds it, or None."""
-    if v.anchor and v.anchor not in text:
-        return None
-    if v.any_of and not any(a in text for a in v.any_of):
+    if v.routing and not any(a in text for a in v.routing):
         return None
     rx, start = _rx(g.located(v)), 0
     for _ in range(MAX_RETRIES + 1):

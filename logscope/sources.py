@@ -77,11 +77,11 @@ class Chunk:
 
     @property
     def bad_utf8(self) -> int:
-        return self._decoded()[1] if self._text is not None else self.lines()[1]
+        return self._decoded()[1]
 
     @property
     def capped(self) -> int:
-        return self._decoded()[2] if self._text is not None else self.lines()[2]
+        return self._decoded()[2]
 
     def lines(self):  # noqa: ANN201 - polars is imported lazily
         """(lines as a Polars String Series, lines with bad UTF-8, capped lines): the lines of
@@ -91,12 +91,12 @@ class Chunk:
         data = self.data
         if not data:
             return pl.Series("raw", [], dtype=pl.String), 0, 0
-        bad = 0
+        replaced = False
         try:
             whole = pl.Series("raw", [data], dtype=pl.Binary).cast(pl.String)
         except (pl.exceptions.InvalidOperationError, pl.exceptions.ComputeError):
             whole = pl.Series("raw", [data.decode("utf-8", errors="replace")], dtype=pl.String)
-            bad = -1
+            replaced = True
         lines = whole.str.split("\n").explode()
         if data.endswith(b"\n"):
             lines = lines.head(-1)
@@ -105,8 +105,8 @@ class Chunk:
             lines = crlf if data.endswith(b"\n") else pl.concat([crlf.head(-1), lines.tail(1)])
         if b"\x00" in data:
             lines = lines.str.replace_all("\x00", "", literal=True)
-        if bad:
-            bad = int(lines.str.contains("\ufffd", literal=True).sum())
+        # as :func:`decode` counts: the lines holding a replacement, when bytes were replaced
+        bad = int(lines.str.contains("\ufffd", literal=True).sum()) if replaced else 0
         capped = 0
         if len(data) > MAX_LINE:
             long = lines.str.len_chars() > MAX_LINE
