@@ -140,7 +140,14 @@ def main(argv: list[str]) -> int:
         return wild()
     if argv[:1] == ["--alarms"]:
         return alarms()
+    if argv[:1] in (["-h"], ["--help"]):
+        print(__doc__)
+        return 0
     logs = [Path(a) for a in argv] or sorted(CORPUS.glob("*.log"))
+    missing = [str(p) for p in logs if not p.is_file()]
+    if missing:
+        print(f"no such log: {', '.join(missing)}", file=sys.stderr)
+        return 2
     if not logs:
         print("no logs found", file=sys.stderr)
         return 2
