@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import polars as pl
 
+from .engines import same_dtypes
+
 WRAP_TS = "wrap_ts"  # the rows' wrapper timestamp (UTC), decoded from their prefix (envelope.py)
 WRAP_TS_DTYPE = pl.Datetime("us", "UTC")
 
@@ -103,16 +105,19 @@ def anchor_start(logs, start, tz: str | None = None):  # noqa: ANN001, ANN201
         cols = set(df.columns)
         if {"t_rel", "ts_source", "run", "file", "ts"} <= cols and df.height:
             hit = _relative_rows(df) & (pl.col("run").cast(pl.Int64) == pl.col("_first"))
-            df = (df.join(first, on="file", how="left", maintain_order="left")
+            df = (df.join(same_dtypes(first, df, ["file"]), on="file", how="left",
+                          maintain_order="left")
                   .with_columns(pl.when(hit).then(ts).otherwise(pl.col("ts")).alias("ts"),
                                 pl.when(hit).then(pl.lit(START_SOURCE))
-                                .otherwise(pl.col("ts_source")).alias("ts_source"),
+                                .otherwise(pl.col("ts_source").cast(pl.String))
+                                .cast(df.schema["ts_source"]).alias("ts_source"),
                                 *([pl.when(hit).then(False).otherwise(pl.col("ts_inferred"))
                                    .alias("ts_inferred")] if "ts_inferred" in cols else []))
                   .drop("_first"))
         elif name == "requests" and {"t_start", "t_end", "ts_start", "ts_end", "run"} <= cols:
             hit = pl.col("run").cast(pl.Int64) == pl.col("_first")
-            df = df.join(first, on="file", how="left", maintain_order="left").with_columns(
+            df = df.join(same_dtypes(first, df, ["file"]), on="file", how="left",
+                         maintain_order="left").with_columns(
                 *[pl.when(hit & pl.col(t).is_not_null()).then(
                     (pl.lit(start_us) + (pl.col(t) * 1e6).round(0).cast(pl.Int64))
                     .cast(pl.Datetime("us", "UTC"))).otherwise(pl.col(w)).alias(w)
@@ -139,7 +144,7 @@ def apply_tz(logs, tz: str):  # noqa: ANN001, ANN201
     out = {}
     for t, df in logs.tables.items():
         if {"ts", "ts_source"} <= set(df.columns) and df.height:
-            local = pl.col("ts_source").str.starts_with("log").fill_null(False)
+            local = pl.col("ts_source").cast(pl.String).str.starts_with("log").fill_null(False)
             moved = (pl.col("ts").dt.replace_time_zone(None)
                      .dt.replace_time_zone(name, ambiguous="earliest", non_existent="null")
                      .dt.convert_time_zone("UTC"))

@@ -18,7 +18,7 @@ from typing import Any
 import polars as pl
 
 from . import sources
-from .engines import Fields, Stream, drop_temp, model_for
+from .engines import CATEGORICAL, Fields, Stream, drop_temp, model_for
 from .frontend import strip_frame
 from .grammar import ENGINES, available_engines, load_grammar
 from .parse import (
@@ -545,7 +545,7 @@ def _kind_table(rows: pl.DataFrame, fields: dict[str, str], own: pl.DataFrame | 
         pl.col("slot").cast(pl.Int64), pl.col("task").cast(pl.Int64),
         pl.col("run").cast(pl.Int32), pl.col("ts").cast(pl.Datetime("us", "UTC")),
         pl.col("t_rel").cast(pl.Float64), pl.col("ts_inferred").cast(pl.Boolean),
-        pl.col("ts_source").cast(pl.String), pl.col("level").cast(pl.String))
+        *[pl.col(c).cast(pl.Categorical()) for c in CATEGORICAL])
 
 
 def _unrecognized(parts: list[pl.DataFrame]) -> pl.DataFrame:

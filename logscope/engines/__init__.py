@@ -29,6 +29,16 @@ import polars as pl
 Tables = dict[str, pl.DataFrame]
 Fields = dict[str, pl.DataFrame]
 
+# the kind tables' repeated strings, categorical (4 bytes a row, not a string view a row); a
+# model joining its own string-keyed state to a finished table casts the state's side
+CATEGORICAL = ("file", "engine", "variant", "level", "ts_source")
+
+
+def same_dtypes(small: pl.DataFrame, like: pl.DataFrame, cols: list[str]) -> pl.DataFrame:
+    """``small`` with ``cols`` cast to ``like``'s dtypes (a join key of a model's state, kept as
+    strings, against a finished table's categorical one)."""
+    return small.with_columns(pl.col(c).cast(like.schema[c]) for c in cols)
+
 
 class Stream:
     """The default model: rows as they are, one run per file."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 import polars as pl
 
 from ..clock import WRAP_TS, WRAP_TS_DTYPE
-from . import Fields, Model, State, Stream, Tables, drop_temp, last_per_group
+from . import Fields, Model, State, Stream, Tables, drop_temp, last_per_group, same_dtypes
 
 # kinds whose lines may come without a slot header: the continuation lines of a multi-line
 # summary entry (b3761–b9229) and the era A/B print_timings block
@@ -299,7 +299,8 @@ def _anchor_clock(df: pl.DataFrame, anchors: pl.DataFrame | None,
         .then(pl.col("file").replace_strict(mtime, default=None, return_dtype=pl.Float64) * 1e6
               - pl.col("_t_max") * 1e6).alias("_a_mtime")).select(*grp, "_a_wrap", "_a_mtime")
     cols = df.select(*grp, "t_rel", "_wts", "unix_ts").join(
-        a, on=grp, how="left", nulls_equal=True, maintain_order="left")
+        same_dtypes(a, df, ["file"]), on=grp, how="left", nulls_equal=True,
+        maintain_order="left")
     unix = pl.col("unix_ts").cast(pl.Float64) * 1e6
     t = pl.col("t_rel") * 1e6
     us = (pl.when(unix.is_not_null()).then(unix)
@@ -316,7 +317,7 @@ def _anchor_clock(df: pl.DataFrame, anchors: pl.DataFrame | None,
     us = pl.when(us.is_between(0, 2e16)).then(us)  # junk clocks give no time at all
     got = cols.select(
         us.round(0).cast(pl.Int64, strict=False).cast(pl.Datetime("us", "UTC")).alias("ts"),
-        source.alias("ts_source"),
+        source.cast(pl.Categorical()).alias("ts_source"),
         source.str.starts_with("anchored").alias("ts_inferred"))
     return df.with_columns(got.get_columns())
 
@@ -344,15 +345,16 @@ def build_requests(tables: dict[str, pl.DataFrame]) -> pl.DataFrame:
          else pl.lit(None, pl.Boolean)).alias("is_child"),
         pl.lit(True).alias("_launched"),
     )
-    # requests seen only through their figures (log cut at the start) still count
-    summ = pl.concat([kind(k).select(*key, "t_rel", "ts", "line")
-                      for k in ("prompt_eval", "eval", "release", "draft_acceptance",
-                                "decode_progress", "prompt_progress")
-                      if k in tables]).filter(
-        pl.col("task").is_null() | (pl.col("task") >= 0))
-    extra = summ.group_by(key).agg(
-        pl.col("t_rel").min().alias("t_start"), pl.col("ts").min().alias("ts_start"),
-        pl.col("line").min().alias("line_start"))
+    # requests seen only through their figures (log cut at the start) still count; the
+    # earliest of each kind, then of all (no copy of the large tables' key columns at once)
+    firsts = [pl.col("t_rel").min().alias("t_start"), pl.col("ts").min().alias("ts_start"),
+              pl.col("line").min().alias("line_start")]
+    extra = pl.concat([kind(k).filter(pl.col("task").is_null() | (pl.col("task") >= 0))
+                       .group_by(key).agg(firsts)
+                       for k in ("prompt_eval", "eval", "release", "draft_acceptance",
+                                 "decode_progress", "prompt_progress")
+                       if k in tables]).group_by(key).agg(
+        pl.col("t_start").min(), pl.col("ts_start").min(), pl.col("line_start").min())
     base = pl.concat([base, extra.join(base, on=key, how="anti", nulls_equal=True)],
                      how="diagonal_relaxed")
 
@@ -360,7 +362,7 @@ def build_requests(tables: dict[str, pl.DataFrame]) -> pl.DataFrame:
     sel = kind("slot_select")
     if sel.height:
         sel = sel.select("file", "_port", "run", "slot", "line",
-                         pl.col("variant").str.extract(r"slot_select_([a-z]+)_").alias("select_method"),
+                         pl.col("variant").cast(pl.String).str.extract(r"slot_select_([a-z]+)_").alias("select_method"),
                          *[c for c in ("sim_best", "f_keep") if c in sel.columns]).sort("line")
         starts = base.select(*key, "line_start").sort("line_start")
         picked = sel.join_asof(starts, left_on="line", right_on="line_start",
@@ -389,8 +391,9 @@ def build_requests(tables: dict[str, pl.DataFrame]) -> pl.DataFrame:
         .alias("_c_trim"),
         (pl.col("cached_tokens").first() if "cached_tokens" in trim.columns
          else pl.lit(None, pl.Int64)).alias("_c_era_b"),
-    ) if trim.height else pl.DataFrame(schema={**{k: pl.Int64 for k in key}, "file": pl.String,
-                                               "_c_trim": pl.Int64, "_c_era_b": pl.Int64})
+    ) if trim.height else pl.DataFrame(schema={
+        **{k: pl.Int64 for k in key}, "file": pl.Categorical(), "_c_trim": pl.Int64,
+        "_c_era_b": pl.Int64})
     shift = kind("context_shift")
     shift = shift.group_by(key).agg(pl.len().alias("context_shifts"),
                                     pl.col("n_discard").sum().alias("n_discarded")) \

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from . import State
+from . import State, same_dtypes
 
 # which figures are exact per request, and which are the server's window averages
 BASIS_WINDOW = "window_average"  # averaged by the server over its logging interval
@@ -67,8 +67,8 @@ class YearRollover:
         """The inferred year of each row of a finished table (with its ``_rolls``)."""
         last = self.state.frame.select("file", pl.col("_prev").alias("_last_month"),
                                        pl.col("_rolls").alias("_total"))
-        info = df.select("file", "_rolls").join(last, on="file", how="left",
-                                                maintain_order="left")
+        info = df.select("file", "_rolls").join(same_dtypes(last, df, ["file"]), on="file",
+                                                how="left", maintain_order="left")
         mt = pl.col("file").replace_strict(mtimes, default=None, return_dtype=pl.Float64)
         mt_dt = (mt * 1e6).cast(pl.Int64).cast(pl.Datetime("us", "UTC"))
         year_last = mt_dt.dt.year() - (pl.col("_last_month") > mt_dt.dt.month()).cast(pl.Int32)
