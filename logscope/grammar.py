@@ -20,7 +20,7 @@ import json
 import os
 import re
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, cached_property
 from pathlib import Path
 from typing import Any
 
@@ -74,6 +74,23 @@ class Repetition:
     group: str  # name of the group that captures the whole repeated span
     item_regex: str  # non-capturing regex of one item (for finditer / extract_all)
     members: tuple[Member, ...]
+
+    @cached_property
+    def routing_regex(self) -> str:
+        """Every member in one regex: an item goes to the first member, in grammar order, that
+        matches it whole (the alternation is leftmost-first, each branch ends at ``$``). Member
+        ``i``'s branch opens with an empty group ``MEMBER_MARK{i}`` (not null: it took the
+        item) and names its fields ``MEMBER_MARK{i}__field``."""
+        branches = []
+        for i, m in enumerate(self.members):
+            body = _GROUP_NAME.sub(lambda g, i=i: f"(?P<{MEMBER_MARK}{i}__{g.group(1)}>",
+                                   m.regex[1:-1])  # the member's own ^ and $
+            branches.append(f"(?P<{MEMBER_MARK}{i}>)(?:{body})$")
+        return "^(?:" + "|".join(branches) + ")"
+
+
+MEMBER_MARK = "__m"
+_GROUP_NAME = re.compile(r"\(\?P<([A-Za-z_][A-Za-z0-9_]*)>")  # a named group's opening
 
 
 @dataclass(frozen=True)
@@ -177,9 +194,6 @@ class CompiledGrammar:
             return self.lark().parse(line).pretty()
         except UnexpectedInput as e:
             return f"column {e.column}: {_short_lark_error(e)}"
-
-
-_GROUP_NAME = re.compile(r"\(\?P<[A-Za-z_][A-Za-z0-9_]*>")
 
 
 def _strip_groups(regex: str) -> str:

@@ -16,7 +16,16 @@ from typing import Any
 import polars as pl
 
 from .frontend import py_compiled, strip_line
-from .grammar import FLOAT_LIST, CompiledGrammar, Variant, convert, extract_fields, load_grammar
+from .grammar import (
+    FLOAT_LIST,
+    MEMBER_MARK,
+    CompiledGrammar,
+    Repetition,
+    Variant,
+    convert,
+    extract_fields,
+    load_grammar,
+)
 
 DTYPES: dict[str, pl.DataType] = {
     "int": pl.Int64(),
@@ -96,52 +105,18 @@ def _extract(sub: pl.DataFrame, v: Variant) -> pl.DataFrame:
     return out
 
 
-def _route(work: pl.DataFrame, rep: Any, keys: list[str]) -> list[tuple[int, pl.DataFrame]]:
-    """The items of ``work`` (``keys`` + ``_it``) by member: (member index, ``keys`` + its typed
-    fields) for each member that takes some. An item belongs to the first member, in grammar
-    order, that matches it whole; taken items leave ``work``, so later members scan what is
-    left (a literal anchor test, then one ``extract_groups`` pass that selects and captures)."""
-    got: list[tuple[int, pl.DataFrame]] = []
-    index = AnchorIndex(work.get_column("_it"),
-                        sorted({m.anchor for m in rep.members if m.anchor}), 0)
-    work = work.with_row_index("_p")
-    for i, mem in enumerate(rep.members):
-        if work.height == 0:
-            break
-        mask: pl.Series | None = None
-        n_cand = work.height
-        if mem.anchor:
-            mask = index.mask(mem.anchor, work.get_column("_p"))
-            if mask is None:
-                continue
-            n_cand = mask.sum()
-            if n_cand == 0:
-                continue
-        cand = work if n_cand == work.height else work.filter(mask)
-        m = cand.select(*keys, pl.col("_it").str.extract_groups(_matching_regex(mem)).alias("_m"))
-        hit = m.get_column("_m").struct.field(MATCHED).is_not_null()
-        n_hit = hit.sum()
-        if n_hit == 0:
-            continue
-        if n_hit < n_cand:  # the candidates it does not match stay for the next members
-            m = m.filter(hit)
-            if mask is None:
-                mask = pl.repeat(True, work.height, dtype=pl.Boolean, eager=True)
-            mask = mask.scatter(mask.arg_true().filter(~hit), False)
-        work = work.clear() if n_hit == work.height else work.filter(~mask)
-        got.append((i, m.select(*keys, *[cast(pl.col("_m").struct.field(f), d).alias(f)
-                                         for f, d in mem.fields.items()])))
-    return got
+_REP_SCHEMAS: dict[tuple, pl.Schema] = {}  # (repetition, members that took items) -> schema
 
 
-def _expand_rep(out: pl.DataFrame, rep: Any) -> pl.DataFrame:
+def _expand_rep(out: pl.DataFrame, rep: Repetition) -> pl.DataFrame:
     """Key/value family: split the repeated span into items; each item belongs to the first
     member (in grammar order) that matches it whole, as on the per-line path; per field, the
     first non-null value of a row (members in grammar order, then items in line order) wins.
 
-    Which member takes an item and what it extracts depend on the item's text alone, so when
-    texts repeat (the same keys and values line after line) the distinct texts are routed and
-    the result joined back to the items; otherwise the items are routed themselves."""
+    One ``extract_groups`` pass of the members' alternation (``Repetition.routing_regex``)
+    routes and captures every item. Which member takes an item and what it extracts depend on
+    the item's text alone, so when texts repeat (the same keys and values line after line) the
+    distinct texts are routed and the result joined back to the items."""
     items = (
         out.select(pl.col(rep.group).str.extract_all(rep.item_regex).alias("_it"))
         .with_row_index("_o")
@@ -151,31 +126,42 @@ def _expand_rep(out: pl.DataFrame, rep: Any) -> pl.DataFrame:
     out = out.drop(rep.group)
     uniq = items.select(pl.col("_it").unique())
     by_text = uniq.height * 2 <= items.height
-    got = _route(uniq, rep, ["_it"]) if by_text else _route(items, rep, ["_o"])
-    if not got:
+    key = "_it" if by_text else "_o"
+    m = (uniq if by_text else items).select(
+        key, pl.col("_it").str.extract_groups(rep.routing_regex).alias("_m")).unnest("_m")
+    marks = [f"{MEMBER_MARK}{i}" for i in range(len(rep.members))]
+    took = [i for i, hit in enumerate(m.select(pl.col(c).is_not_null().any() for c in marks).row(0))
+            if hit]
+    if not took:
         return out
+
+    def fields_of(i: int) -> list[pl.Expr]:
+        return [cast(pl.col(f"{marks[i]}__{f}"), d).alias(f)
+                for f, d in rep.members[i].fields.items()]
+
     # a field several members give is kept per member until the first non-null is taken, so
     # that the member first in grammar order wins, whatever the order of the items
-    schema = pl.concat([p.clear() for _, p in got], how="diagonal_relaxed").schema
-    names = [f for f in schema if f not in ("_it", "_o")]
+    sk = (rep.routing_regex, tuple(tuple(m.fields.items()) for m in rep.members), tuple(took))
+    if sk not in _REP_SCHEMAS:  # what the members that took items give, in grammar order
+        _REP_SCHEMAS[sk] = pl.concat([m.clear().select(fields_of(i)) for i in took],
+                                     how="diagonal_relaxed").schema
+    schema = _REP_SCHEMAS[sk]
     givers: dict[str, list[int]] = {}
-    for i, p in got:
-        for f in p.columns[1:]:
+    for i in took:
+        for f in rep.members[i].fields:
             givers.setdefault(f, []).append(i)
     split = {f for f, g in givers.items() if len(g) > 1}
-    if split:
-        got = [(i, p.select(p.columns[0], *[
-            pl.col(f).cast(schema[f]).alias(f"{f}\x00{i}") if f in split else pl.col(f)
-            for f in p.columns[1:]])) for i, p in got]
-    table = pl.concat([p for _, p in got], how="diagonal_relaxed")
+    table = m.select(key, *[e.cast(schema[name]).alias(f"{name}\x00{i}") if name in split else e
+                            for i in took for e in fields_of(i)
+                            for name in [e.meta.output_name()]])
     if by_text:
         table = items.join(table, on="_it", how="inner", maintain_order="left").drop("_it")
     fields = table.group_by("_o").agg(pl.all().drop_nulls().first())
     if split:
         fields = fields.with_columns(pl.coalesce(f"{f}\x00{i}" for i in givers[f]).alias(f)
                                      for f in split)
-    fields = fields.select("_o", *names)
-    clash = [f for f in names if f in out.columns]
+    fields = fields.select("_o", *schema.names())
+    clash = [f for f in schema.names() if f in out.columns]
     fields = fields.rename({f: f"{f}__m" for f in clash})
     out = (out.with_row_index("_o").join(fields, on="_o", how="left", maintain_order="left")
            .drop("_o"))
