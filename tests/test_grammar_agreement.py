@@ -100,3 +100,53 @@ def test_lark_and_compiled_patterns_agree(engine):
     assert not disagreements, "\n".join(map(str, disagreements[:20]))
     if checked == 0:
         pytest.skip(f"no fixture lines for {engine} yet")
+
+
+@pytest.mark.parametrize("engine", available_engines())
+def test_one_routing_pass_gives_each_item_to_its_first_whole_member(engine):
+    # the batch path routes key/value items with one alternation of every member; the
+    # per-line path tries the members in grammar order: same member, same fields, every item
+    from logscope.grammar import MEMBER_MARK
+
+    g = load_grammar(engine)
+    reps = {(rep.item_regex, rep.routing_regex): rep for v in g.variants for rep in v.reps}
+    if not reps:
+        pytest.skip(f"{engine}: no key/value family")
+    lines = [raw for _, raw in _fixture_lines(engine)]
+    checked = 0
+    for rep in reps.values():
+        items = sorted({m.group(0) for raw in lines for m in re.finditer(rep.item_regex, raw)})
+        # each member's own text, too: the first member of two that match it must win
+        if not items:
+            continue
+        got = pl.Series(items).str.extract_groups(rep.routing_regex).struct.unnest()
+        for k, item in enumerate(items):
+            want = next(((i, m) for i, m in enumerate(rep.members)
+                         if re.fullmatch(m.regex[1:-1], item)), None)
+            took = [i for i in range(len(rep.members))
+                    if got.get_column(f"{MEMBER_MARK}{i}")[k] is not None]
+            assert took == ([want[0]] if want else []), (item, took, want)
+            if want:
+                i, m = want
+                exp = re.fullmatch(m.regex[1:-1], item).groupdict()
+                assert {f: got.get_column(f"{MEMBER_MARK}{i}__{f}")[k] for f in m.fields} \
+                    == {f: exp[f] for f in m.fields}, item
+            checked += 1
+    assert checked
+
+
+def test_routing_regex_prefers_the_earlier_member_when_two_match_whole():
+    from logscope.grammar import MEMBER_MARK, Member, Repetition
+    from logscope.parse import _expand_rep
+
+    rep = Repetition("__rep0", r"(?:, [a-z]+: [0-9]+)", (
+        Member("named", ", x: ", r"^, x: (?P<x>[0-9]+)$", {"x": "int"}),
+        Member("any", "", r"^, (?P<key>[a-z]+): (?P<x>[0-9]+)$", {"key": "str", "x": "int"}),
+    ))
+    got = pl.Series([", x: 5", ", y: 7"]).str.extract_groups(rep.routing_regex).struct.unnest()
+    assert got.get_column(f"{MEMBER_MARK}0").to_list() == ["", None]
+    assert got.get_column(f"{MEMBER_MARK}1").to_list() == [None, ""]
+    assert got.get_column(f"{MEMBER_MARK}1__key").to_list() == [None, "y"]
+    # per row, the field of the first member in grammar order wins, whatever the item order
+    out = _expand_rep(pl.DataFrame({"_row": [0, 1], "__rep0": [", y: 7, x: 5", ", y: 7"]}), rep)
+    assert out.to_dicts() == [{"_row": 0, "x": 5, "key": "y"}, {"_row": 1, "x": 7, "key": "y"}]
