@@ -361,8 +361,8 @@ def build_requests(tables: dict[str, pl.DataFrame]) -> pl.DataFrame:
     # slot selection (task -1) belongs to the next launch of the same slot
     sel = kind("slot_select")
     if sel.height:
-        sel = sel.select("file", "_port", "run", "slot", "line",
-                         pl.col("variant").cast(pl.String).str.extract(r"slot_select_([a-z]+)_").alias("select_method"),
+        method = pl.col("variant").cast(pl.String).str.extract(r"slot_select_([a-z]+)_")
+        sel = sel.select("file", "_port", "run", "slot", "line", method.alias("select_method"),
                          *[c for c in ("sim_best", "f_keep") if c in sel.columns]).sort("line")
         starts = base.select(*key, "line_start").sort("line_start")
         picked = sel.join_asof(starts, left_on="line", right_on="line_start",
