@@ -272,10 +272,10 @@ class LlamaStream(Stream):
 
         Then ``requests``, from the finished tables.
         """
-        anchors = (pl.concat(self.clock_parts).group_by("file", "_port", "run").agg(
-            pl.col("_a_wrap").min(), pl.col("_t_max").max()) if self.clock_parts else None)
+        anchors = (_run_anchors(pl.concat(self.clock_parts), self.mtimes)
+                   if self.clock_parts else None)
         self.clock_parts = []
-        out = {k: _anchor_clock(t, anchors, self.mtimes) for k, t in tables.items()}
+        out = {k: _anchor_clock(t, anchors) for k, t in tables.items()}
         out = drop_temp(out, self.temp_columns)
         out["requests"] = build_requests(out)
         return out
@@ -288,18 +288,24 @@ def _merge_fields(a: Fields, b: Fields) -> Fields:
     return out
 
 
-def _anchor_clock(df: pl.DataFrame, anchors: pl.DataFrame | None,
-                  mtime: dict[str, float | None]) -> pl.DataFrame:
-    if anchors is None or not df.height:
-        return df
+def _run_anchors(parts: pl.DataFrame, mtime: dict[str, float | None]) -> pl.DataFrame:
+    """Per (file, port, run), from the batches' clock parts: the wrapper anchor (``_a_wrap``)
+    and, for a file's last run, the mtime anchor (``_a_mtime``), in microseconds."""
     grp = ["file", "_port", "run"]
+    anchors = parts.group_by(grp).agg(pl.col("_a_wrap").min(), pl.col("_t_max").max())
     last_run = anchors.group_by("file").agg(pl.col("run").max().alias("_last"))
-    a = anchors.join(last_run, on="file").with_columns(
+    return anchors.join(last_run, on="file").with_columns(
         pl.when(pl.col("run") == pl.col("_last"))
         .then(pl.col("file").replace_strict(mtime, default=None, return_dtype=pl.Float64) * 1e6
               - pl.col("_t_max") * 1e6).alias("_a_mtime")).select(*grp, "_a_wrap", "_a_mtime")
+
+
+def _anchor_clock(df: pl.DataFrame, anchors: pl.DataFrame | None) -> pl.DataFrame:
+    if anchors is None or not df.height:
+        return df
+    grp = ["file", "_port", "run"]
     cols = df.select(*grp, "t_rel", "_wts", "unix_ts").join(
-        same_dtypes(a, df, ["file"]), on=grp, how="left", nulls_equal=True,
+        same_dtypes(anchors, df, ["file"]), on=grp, how="left", nulls_equal=True,
         maintain_order="left")
     unix = pl.col("unix_ts").cast(pl.Float64) * 1e6
     t = pl.col("t_rel") * 1e6
