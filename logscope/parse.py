@@ -135,25 +135,23 @@ def _expand_rep(out: pl.DataFrame, rep: Repetition) -> pl.DataFrame:
     if not took:
         return out
 
-    def fields_of(i: int) -> list[pl.Expr]:
-        return [cast(pl.col(f"{marks[i]}__{f}"), d).alias(f)
-                for f, d in rep.members[i].fields.items()]
+    def fields_of(i: int) -> list[tuple[str, pl.Expr]]:  # member i's typed fields
+        return [(f, cast(pl.col(f"{marks[i]}__{f}"), d)) for f, d in rep.members[i].fields.items()]
 
-    # a field several members give is kept per member until the first non-null is taken, so
-    # that the member first in grammar order wins, whatever the order of the items
     sk = (rep.routing_regex, tuple(tuple(m.fields.items()) for m in rep.members), tuple(took))
     if sk not in _REP_SCHEMAS:  # what the members that took items give, in grammar order
-        _REP_SCHEMAS[sk] = pl.concat([m.clear().select(fields_of(i)) for i in took],
-                                     how="diagonal_relaxed").schema
+        _REP_SCHEMAS[sk] = pl.concat([m.clear().select(e.alias(f) for f, e in fields_of(i))
+                                      for i in took], how="diagonal_relaxed").schema
     schema = _REP_SCHEMAS[sk]
+    # a field several members give is kept per member until the first non-null is taken, so
+    # that the member first in grammar order wins, whatever the order of the items
     givers: dict[str, list[int]] = {}
     for i in took:
         for f in rep.members[i].fields:
             givers.setdefault(f, []).append(i)
     split = {f for f, g in givers.items() if len(g) > 1}
-    table = m.select(key, *[e.cast(schema[name]).alias(f"{name}\x00{i}") if name in split else e
-                            for i in took for e in fields_of(i)
-                            for name in [e.meta.output_name()]])
+    table = m.select(key, *[e.cast(schema[f]).alias(f"{f}\x00{i}") if f in split else e.alias(f)
+                            for i in took for f, e in fields_of(i)])
     if by_text:
         table = items.join(table, on="_it", how="inner", maintain_order="left").drop("_it")
     fields = table.group_by("_o").agg(pl.all().drop_nulls().first())
