@@ -19,7 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 CHILD = """
-import glob, json, sys, time
+import json, sys, time
 sys.path.insert(0, sys.argv[1])
 import logscope
 files = json.loads(sys.argv[2])

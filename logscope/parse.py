@@ -138,7 +138,8 @@ def _expand_rep(out: pl.DataFrame, rep: Repetition) -> pl.DataFrame:
     def fields_of(i: int) -> list[tuple[str, pl.Expr]]:  # member i's typed fields
         return [(f, cast(pl.col(f"{marks[i]}__{f}"), d)) for f, d in rep.members[i].fields.items()]
 
-    sk = (rep.routing_regex, tuple(tuple(m.fields.items()) for m in rep.members), tuple(took))
+    sk = (rep.routing_regex, tuple(tuple(mem.fields.items()) for mem in rep.members),
+          tuple(took))
     if sk not in _REP_SCHEMAS:  # what the members that took items give, in grammar order
         _REP_SCHEMAS[sk] = pl.concat([m.clear().select(e.alias(f) for f, e in fields_of(i))
                                       for i in took], how="diagonal_relaxed").schema

@@ -10,7 +10,7 @@ from __future__ import annotations
 import polars as pl
 
 from ..clock import WRAP_TS, WRAP_TS_DTYPE
-from . import Fields, Model, State, Stream, Tables, drop_temp, last_per_group, same_dtypes
+from . import Fields, Model, State, Stream, Tables, drop_temp, last_per_group
 
 # kinds whose lines may come without a slot header: the continuation lines of a multi-line
 # summary entry (b3761–b9229) and the era A/B print_timings block
@@ -290,14 +290,16 @@ def _merge_fields(a: Fields, b: Fields) -> Fields:
 
 def _run_anchors(parts: pl.DataFrame, mtime: dict[str, float | None]) -> pl.DataFrame:
     """Per (file, port, run), from the batches' clock parts: the wrapper anchor (``_a_wrap``)
-    and, for a file's last run, the mtime anchor (``_a_mtime``), in microseconds."""
+    and, for a file's last run, the mtime anchor (``_a_mtime``), in microseconds; ``file``
+    categorical, as in the kind tables it is joined to."""
     grp = ["file", "_port", "run"]
     anchors = parts.group_by(grp).agg(pl.col("_a_wrap").min(), pl.col("_t_max").max())
     last_run = anchors.group_by("file").agg(pl.col("run").max().alias("_last"))
     return anchors.join(last_run, on="file").with_columns(
         pl.when(pl.col("run") == pl.col("_last"))
         .then(pl.col("file").replace_strict(mtime, default=None, return_dtype=pl.Float64) * 1e6
-              - pl.col("_t_max") * 1e6).alias("_a_mtime")).select(*grp, "_a_wrap", "_a_mtime")
+              - pl.col("_t_max") * 1e6).alias("_a_mtime")).select(
+        pl.col("file").cast(pl.Categorical()), "_port", "run", "_a_wrap", "_a_mtime")
 
 
 def _anchor_clock(df: pl.DataFrame, anchors: pl.DataFrame | None) -> pl.DataFrame:
@@ -305,8 +307,7 @@ def _anchor_clock(df: pl.DataFrame, anchors: pl.DataFrame | None) -> pl.DataFram
         return df
     grp = ["file", "_port", "run"]
     cols = df.select(*grp, "t_rel", "_wts", "unix_ts").join(
-        same_dtypes(anchors, df, ["file"]), on=grp, how="left", nulls_equal=True,
-        maintain_order="left")
+        anchors, on=grp, how="left", nulls_equal=True, maintain_order="left")
     unix = pl.col("unix_ts").cast(pl.Float64) * 1e6
     t = pl.col("t_rel") * 1e6
     us = (pl.when(unix.is_not_null()).then(unix)
