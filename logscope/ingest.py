@@ -18,7 +18,7 @@ from typing import Any
 import polars as pl
 
 from . import sources
-from .engines import CATEGORICAL, Fields, Stream, drop_temp, model_for
+from .engines import CATEGORICAL, Fields, Stream, model_for
 from .frontend import strip_frame
 from .grammar import ENGINES, available_engines, load_grammar
 from .parse import (
@@ -33,6 +33,7 @@ from .parse import (
     classify,
     header_prefix,
 )
+from .store import MemoryStore, ParquetStore
 
 COMMON_COLUMNS = ["file", "line", "run", "engine", "ts", "ts_source", "ts_inferred", "t_rel",
                   "level", "slot", "task", "variant"]
@@ -338,16 +339,21 @@ def assemble(batches: Iterable[Batch], files: list[FileStats],
 
 class Assembler:
     """Batches in, frames out: each batch's rows go through their engine's model stream at once
-    and land in per-kind parts; only the parts (the output) and the streams' small state grow.
-    ``add`` renumbers ``_row`` so that batches parsed on their own follow each other."""
+    and land in per-kind parts kept by ``store`` (in memory, or spilled to Parquet as they come:
+    :mod:`logscope.store`); only the parts (the output) and the streams' small state grow.
+    ``add`` renumbers ``_row`` so that batches parsed on their own follow each other.
+    ``on_table(name, table)`` sees every finished table before it is stored."""
 
-    def __init__(self, engines: list[str], mtimes: dict[str, float | None]) -> None:
+    def __init__(self, engines: list[str], mtimes: dict[str, float | None],
+                 store: MemoryStore | ParquetStore | None = None,
+                 on_table: Callable[[str, pl.DataFrame], pl.DataFrame] | None = None) -> None:
         self.engines = engines
         self.mtimes = mtimes
+        self.store = MemoryStore() if store is None else store
+        self.on_table = on_table
         self.streams: dict[str, Stream] = {}
         self.schemas: dict[str, pl.Schema] = {}
-        self.parts: dict[str, dict[str, list[pl.DataFrame]]] = {}
-        self.classified: list[pl.DataFrame] = []
+        self.router_only: dict[str, bool] = {}  # every line of the engine a router's so far
         self.unrecognized: list[pl.DataFrame] = []
         self.counts: list[pl.DataFrame] = []
         self.with_events: set[str] = set()
@@ -381,31 +387,29 @@ class Assembler:
         if rows is None or not rows.height:
             return
         self.schemas.setdefault(eng, rows.schema)
-        self.classified.append(_classified(rows))
+        if eng in ROUTERS:
+            self.router_only[eng] = self.router_only.get(eng, True) and bool(
+                rows.get_column("variant").cast(pl.String).str.starts_with("ignored_router").all())
+        self.store.add((LINES, eng), _classified(rows))
         temp = self.streams[eng].temp_columns
         kinds = _kind_fields(eng)
-        parts = self.parts.setdefault(eng, {})
         for (kind,), sub in rows.partition_by("kind", as_dict=True).items():
             if kind in kinds:
-                parts.setdefault(kind, []).append(
-                    _kind_table(sub, kinds[kind], fields.get(kind), temp))
-
-    def _router_only(self, eng: str) -> bool:
-        """Whether every line of ``eng`` is a router's (``ignored_router_*``): a router log."""
-        if eng not in ROUTERS:
-            return False
-        variants = pl.concat([c.filter(pl.col("engine") == eng).select("variant")
-                              for c in self.classified]).get_column("variant").cast(pl.String)
-        return variants.len() > 0 and bool(variants.str.starts_with("ignored_router").all())
+                self.store.add((eng, kind), _kind_table(sub, kinds[kind], fields.get(kind), temp))
 
     def result(self, files: list[FileStats]) -> Logs:
+        try:
+            return self._result(files)
+        finally:
+            self.store.close()
+
+    def _result(self, files: list[FileStats]) -> Logs:
         for eng, stream in self.streams.items():
             self._emit(eng, *stream.flush())
         # rows come in input order; the frames are in (file, line) order: the same unless the
         # files were not given in name order (a glob's are)
         names = [f.file for f in files]
         resort = names != sorted(names)
-        tables: dict[str, pl.DataFrame] = {}
         found: list[str] = []
         for eng in self.engines:
             if eng not in self.streams:
@@ -413,66 +417,76 @@ class Assembler:
             if eng not in self.with_events:
                 # only known-ignored or unknown lines of this engine: its log, with no events
                 if eng in self.with_ignored:
-                    found.append(ROUTERS.get(eng, eng) if self._router_only(eng) else eng)
+                    found.append(ROUTERS.get(eng, eng) if self.router_only.get(eng) else eng)
                 continue
             found.append(eng)
-            stream = self.streams[eng]
-            parts = self.parts.pop(eng, {})
-            own: dict[str, pl.DataFrame] = {}
-            for kind, fields in _kind_fields(eng).items():
-                ps = parts.pop(kind, None) or [_kind_table(
-                    pl.DataFrame(schema=self.schemas[eng]), fields, None, stream.temp_columns)]
-                t = _stack(ps)
-                if resort:
-                    t = t.sort("file", "line", "_row")
-                own[kind] = t.drop("_row").drop(
-                    [c for c in MODEL_COLUMNS if c in t.columns
-                     and t.get_column(c).null_count() == t.height])
-            own = drop_temp({**own, **stream.finish(own)}, stream.temp_columns)
-            for name, t in own.items():
-                prev = tables.get(name)
-                if prev is not None and prev.height:
-                    t = pl.concat([prev, t], how="diagonal_relaxed")
-                    if {"file", "line"} <= set(t.columns):
-                        t = t.sort("file", "line", maintain_order=True)
-                tables[name] = t
         if self.with_events:
             # a line shared by engines (uvicorn's access log under SGLang and vLLM) goes to the
             # first engine tried: an engine with only such lines is not listed beside one
             # with events
             found = [e for e in found if e in self.with_events]
+        counts = (pl.concat(self.counts) if self.counts else _class_counts([]))
+        _fill_stats(files, counts)
+        if not found and not any(f.unrecognized for f in files):
+            self._lines_and_unrecognized(resort)
+            raise NoServerLines(Logs(self.store.result(), files, found))
+        for eng in self.engines:
+            if eng in self.streams and eng in self.with_events:
+                self._finish(eng, resort)
+        self._lines_and_unrecognized(resort)
+        return Logs(self.store.result(), files, found)
+
+    def _finish(self, eng: str, resort: bool) -> None:
+        """Engine ``eng``'s tables, one at a time: each kind table stacked, finished by the
+        model and put in the store; then the tables the model derives from them."""
+        stream = self.streams[eng]
+        temp = stream.temp_columns
+        finished: dict[str, pl.DataFrame | pl.LazyFrame] = {}
+        for kind, fields in _kind_fields(eng).items():
+            t = self.store.take((eng, kind))
+            if t is None:
+                t = _kind_table(pl.DataFrame(schema=self.schemas[eng]), fields, None, temp)
+            if resort:
+                t = t.sort("file", "line", "_row")
+            t = t.drop("_row").drop([c for c in MODEL_COLUMNS if c in t.columns
+                                     and t.get_column(c).null_count() == t.height])
+            t = stream.finish_table(kind, t)
+            finished[kind] = self._put(kind, t.drop([c for c in temp if c in t.columns]))
+            del t
+        for name, t in stream.derived(finished).items():
+            self._put(name, t)
+
+    def _put(self, name: str, t: pl.DataFrame) -> pl.DataFrame | pl.LazyFrame:
+        if self.on_table is not None:
+            t = self.on_table(name, t)
+        return self.store.put(name, t)
+
+    def _lines_and_unrecognized(self, resort: bool) -> None:
+        """``lines_classified`` (one row per line taken, engine by engine in the order they are
+        tried) and ``unrecognized``, put in the store."""
         no_events = [e for e in self.streams if e not in self.with_events]
-        lines = (_stack(self.classified) if self.classified
-                 else _classified(pl.DataFrame(schema=CLASSIFIED_SCHEMA)))
-        self.classified = []
+        parts = [self._lines_of(e) for e in self.engines if self.store.has((LINES, e))]
+        lines = (pl.concat(parts, how="vertical") if len(parts) > 1 else parts[0] if parts
+                 else _classified(pl.DataFrame(schema=CLASSIFIED_SCHEMA)).lazy())
         if no_events:  # one run per file, as no model ran for it
             lines = lines.with_columns(pl.when(pl.col("engine").is_in(no_events))
                                        .then(pl.lit(1, pl.Int32)).otherwise(pl.col("run"))
                                        .alias("run"))
-        # the engines' parts follow each other, as the engines are tried in turn
-        if resort or len(self.streams) > 1:
-            order = {e: i for i, e in enumerate(self.engines)}
+        if resort:  # within an engine, in (file, line) order
             lines = lines.sort(pl.col("engine").cast(pl.String).replace_strict(
-                order, return_dtype=pl.Int32), pl.col("file").cast(pl.String), "line", "_row")
-        tables["lines_classified"] = lines.drop("_row")
-        tables["unrecognized"] = _unrecognized(self.unrecognized)
-        counts = (pl.concat(self.counts) if self.counts else _class_counts([]))
-        _fill_stats(files, counts)
-        logs = Logs(tables, files, found)
-        if not found and not any(f.unrecognized for f in files):
-            raise NoServerLines(logs)
-        return logs
+                {e: i for i, e in enumerate(self.engines)}, return_dtype=pl.Int32),
+                pl.col("file").cast(pl.String), "line", "_row")
+        self.store.put("lines_classified", lines.drop("_row"))
+        self.store.put("unrecognized", _unrecognized(self.unrecognized))
+
+    def _lines_of(self, eng: str) -> pl.LazyFrame:
+        """Engine ``eng``'s ``lines_classified`` parts, as one lazy frame."""
+        if isinstance(self.store, ParquetStore):
+            return self.store.scan((LINES, eng))
+        return self.store.take((LINES, eng)).lazy()
 
 
-def _stack(parts: list[pl.DataFrame]) -> pl.DataFrame:
-    """Parts of one table, one after the other, without copying them into one chunk (the
-    parts of a kind share a schema; should one differ, it is widened)."""
-    if len(parts) == 1:
-        return parts[0]
-    try:
-        return pl.concat(parts, how="vertical", rechunk=False)
-    except (pl.exceptions.SchemaError, pl.exceptions.ShapeError):
-        return pl.concat(parts, how="diagonal_relaxed", rechunk=False)
+LINES = "_lines"  # the store's key of an engine's lines_classified parts
 
 
 CLASSIFIED_SCHEMA = {"_row": pl.UInt32, "file": pl.String, "line": pl.Int64, "engine": pl.String,

@@ -13,20 +13,26 @@ continuation header of each file, the run counters, the last task launched on ea
   order, with its kinds' field frames; adds ``run``, ``t_rel``, ``slot``, ``basis``... It may
   hold rows back until a later batch decides them (then their fields too), as long as what it
   holds stays small; ``flush()`` returns what is held at the end.
-* ``Stream.temp_columns``: columns the kind tables keep until ``finish`` (e.g. what a clock
-  anchored on a whole server run needs); ``finish(tables) -> tables`` gets the engine's
-  finished per-kind tables and returns the tables it rewrites (``ts`` once every run is seen)
-  or derives (``requests``). ``ts``/``ts_source``/``ts_inferred`` may be filled there.
+* ``Stream.temp_columns``: columns the kind tables keep until they are finished (e.g. what a
+  clock anchored on a whole server run needs). Once every batch is in, each kind table goes
+  through ``finish_table(name, table)`` on its own (``ts`` once every run is seen;
+  ``ts``/``ts_source``/``ts_inferred`` may be filled there), loses the temporary columns, and
+  ``derived(tables)`` builds the tables made from the finished ones (``requests``). One table
+  at a time: a streamed ingest (``read(..., out=DIR)``) holds only the table being finished,
+  and gives ``derived`` lazy scans of the written ones.
 """
 
 from __future__ import annotations
 
 import importlib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import polars as pl
 
 Tables = dict[str, pl.DataFrame]
+# what ``derived`` reads: finished tables, in memory or scanned lazily from where they were written
+AnyTables = Mapping[str, pl.DataFrame | pl.LazyFrame]
 Fields = dict[str, pl.DataFrame]
 
 # the kind tables' repeated strings, categorical (4 bytes a row, not a string view a row); a
@@ -54,8 +60,19 @@ class Stream:
     def flush(self) -> tuple[pl.DataFrame | None, Fields]:
         return None, {}
 
-    def finish(self, tables: Tables) -> Tables:
+    def finish_table(self, name: str, table: pl.DataFrame) -> pl.DataFrame:
+        """Kind table ``name`` once every batch is in (temporary columns still there)."""
+        return table
+
+    def derived(self, tables: AnyTables) -> Tables:
+        """The tables built from the finished kind tables (e.g. ``requests``)."""
         return {}
+
+    def finish(self, tables: Tables) -> Tables:
+        """Every kind table finished (temporary columns dropped), then the derived tables."""
+        out = drop_temp({k: self.finish_table(k, t) for k, t in tables.items()},
+                        self.temp_columns)
+        return {**out, **self.derived(out)}
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import polars as pl
 
 from ..clock import WRAP_TS, WRAP_TS_DTYPE
-from . import Fields, Model, State, Stream, Tables, drop_temp, last_per_group
+from . import AnyTables, Fields, Model, State, Stream, Tables, last_per_group
 
 # kinds whose lines may come without a slot header: the continuation lines of a multi-line
 # summary entry (b3761–b9229) and the era A/B print_timings block
@@ -92,6 +92,7 @@ class LlamaStream(Stream):
         self.held_fields: Fields = {}
         self.one_group = False
         self.clock_parts: list[pl.DataFrame] = []
+        self.anchors: pl.DataFrame | None = None  # per run, once every batch is in
 
     def step(self, rows: pl.DataFrame, fields: Fields, final: bool = False
              ) -> tuple[pl.DataFrame, Fields]:
@@ -261,7 +262,7 @@ class LlamaStream(Stream):
             .then(pl.lit("cumulative since the prompt started"))
             .alias("basis"))
 
-    def finish(self, tables: Tables) -> Tables:
+    def finish_table(self, name: str, table: pl.DataFrame) -> pl.DataFrame:
         """Wall-clock ``ts`` (UTC) for every row, with ``ts_source`` saying where it came from.
 
         * ``unix``: the line's own Unix timestamp (era B log file, era A/C JSON) — exact, 1 s.
@@ -269,16 +270,14 @@ class LlamaStream(Stream):
         * ``anchored:wrapper`` / ``anchored:mtime``: relative clock + an anchor — inferred: per
           run, min(wrapper − t_rel) (as klif does); else, for a file's last run, the file's
           mtime minus the run's last ``t_rel``.
-
-        Then ``requests``, from the finished tables.
         """
-        anchors = (_run_anchors(pl.concat(self.clock_parts), self.mtimes)
-                   if self.clock_parts else None)
-        self.clock_parts = []
-        out = {k: _anchor_clock(t, anchors) for k, t in tables.items()}
-        out = drop_temp(out, self.temp_columns)
-        out["requests"] = build_requests(out)
-        return out
+        if self.clock_parts:  # every batch is in: the runs' anchors, once
+            self.anchors = _run_anchors(pl.concat(self.clock_parts), self.mtimes)
+            self.clock_parts = []
+        return _anchor_clock(table, self.anchors)
+
+    def derived(self, tables: AnyTables) -> Tables:
+        return {"requests": build_requests(tables)}
 
 
 def _merge_fields(a: Fields, b: Fields) -> Fields:
@@ -335,15 +334,21 @@ def _first(kind_df: pl.DataFrame, cols: dict[str, str]) -> pl.DataFrame:
     return kind_df.group_by(key).agg([pl.col(s).first().alias(d) for s, d in have.items()])
 
 
-def build_requests(tables: dict[str, pl.DataFrame]) -> pl.DataFrame:
+def build_requests(tables: AnyTables) -> pl.DataFrame:
     """One row per (file, router port, run, slot, task) that the server launched or reported on,
-    from the per-kind tables."""
+    from the per-kind tables (in memory, or lazy scans of where a streamed ingest wrote them:
+    each is read for the columns it gives, one kind at a time)."""
     key = ["file", "_port", "run", "slot", "task"]
 
-    def kind(k: str) -> pl.DataFrame:
-        return tables[k].with_columns(pl.col("router_port").fill_null(0).alias("_port"))
+    def kind(k: str, *cols: str) -> pl.DataFrame:
+        t = tables[k]
+        have = t.collect_schema().names()
+        t = t.select(c for c in ("file", "router_port", "run", "slot", "task", *cols) if c in have)
+        if isinstance(t, pl.LazyFrame):
+            t = t.collect()
+        return t.with_columns(pl.col("router_port").fill_null(0).alias("_port"))
 
-    launch = kind("task_launch").filter(pl.col("task") >= 0)
+    launch = kind("task_launch", "t_rel", "ts", "line", "is_child").filter(pl.col("task") >= 0)
     base = launch.group_by(key).agg(
         pl.col("t_rel").first().alias("t_start"),
         pl.col("ts").first().alias("ts_start"),
@@ -356,7 +361,8 @@ def build_requests(tables: dict[str, pl.DataFrame]) -> pl.DataFrame:
     # earliest of each kind, then of all (no copy of the large tables' key columns at once)
     firsts = [pl.col("t_rel").min().alias("t_start"), pl.col("ts").min().alias("ts_start"),
               pl.col("line").min().alias("line_start")]
-    extra = pl.concat([kind(k).filter(pl.col("task").is_null() | (pl.col("task") >= 0))
+    extra = pl.concat([kind(k, "t_rel", "ts", "line")
+                       .filter(pl.col("task").is_null() | (pl.col("task") >= 0))
                        .group_by(key).agg(firsts)
                        for k in ("prompt_eval", "eval", "release", "draft_acceptance",
                                  "decode_progress", "prompt_progress")
@@ -366,7 +372,7 @@ def build_requests(tables: dict[str, pl.DataFrame]) -> pl.DataFrame:
                      how="diagonal_relaxed")
 
     # slot selection (task -1) belongs to the next launch of the same slot
-    sel = kind("slot_select")
+    sel = kind("slot_select", "line", "variant", "sim_best", "f_keep")
     if sel.height:
         method = pl.col("variant").cast(pl.String).str.extract(r"slot_select_([a-z]+)_")
         sel = sel.select("file", "_port", "run", "slot", "line", method.alias("select_method"),
@@ -379,20 +385,23 @@ def build_requests(tables: dict[str, pl.DataFrame]) -> pl.DataFrame:
             pl.all().exclude(*key, "line", "line_start").last())
         base = base.join(picked, on=key, how="left", nulls_equal=True)
 
-    pe = _first(kind("prompt_eval"), {"prompt_tokens": "prompt_tokens", "prompt_ms": "prompt_ms",
-                                       "prompt_tps": "prompt_tps"})
-    ev = _first(kind("eval"), {"gen_tokens": "gen_tokens", "eval_ms": "decode_ms",
-                               "eval_tps": "decode_tps"})
-    tt = _first(kind("total"), {"total_ms": "total_ms", "ts": "_ts_summary", "t_rel": "_t_summary"})
-    gr = _first(kind("graphs_reused"), {"graphs_reused": "graphs_reused"})
-    dr = _first(kind("draft_acceptance"), {"draft_accepted": "draft_accepted",
-                                           "draft_generated": "draft_generated",
-                                           "draft_rate": "draft_rate", "mean_len": "mean_len",
-                                           "acc_per_pos": "acc_per_pos"})
-    rel = _first(kind("release"), {"ctx_tokens": "ctx_tokens", "truncated": "truncated",
-                                   "ts": "_ts_release", "t_rel": "_t_release"})
-    npr = _first(kind("new_prompt"), {"prompt_total": "prompt_total", "n_ctx_slot": "n_ctx_slot"})
-    trim = kind("cache_trim")
+    def first(k: str, cols: dict[str, str]) -> pl.DataFrame:
+        return _first(kind(k, *cols), cols)
+
+    pe = first("prompt_eval", {"prompt_tokens": "prompt_tokens", "prompt_ms": "prompt_ms",
+                               "prompt_tps": "prompt_tps"})
+    ev = first("eval", {"gen_tokens": "gen_tokens", "eval_ms": "decode_ms",
+                        "eval_tps": "decode_tps"})
+    tt = first("total", {"total_ms": "total_ms", "ts": "_ts_summary", "t_rel": "_t_summary"})
+    gr = first("graphs_reused", {"graphs_reused": "graphs_reused"})
+    dr = first("draft_acceptance", {"draft_accepted": "draft_accepted",
+                                    "draft_generated": "draft_generated",
+                                    "draft_rate": "draft_rate", "mean_len": "mean_len",
+                                    "acc_per_pos": "acc_per_pos"})
+    rel = first("release", {"ctx_tokens": "ctx_tokens", "truncated": "truncated",
+                            "ts": "_ts_release", "t_rel": "_t_release"})
+    npr = first("new_prompt", {"prompt_total": "prompt_total", "n_ctx_slot": "n_ctx_slot"})
+    trim = kind("cache_trim", "trim_pos", "cached_tokens")
     trim = trim.group_by(key).agg(  # the table is in line order: first = earliest
         (pl.col("trim_pos").first() if "trim_pos" in trim.columns else pl.lit(None, pl.Int64))
         .alias("_c_trim"),
@@ -401,11 +410,12 @@ def build_requests(tables: dict[str, pl.DataFrame]) -> pl.DataFrame:
     ) if trim.height else pl.DataFrame(schema={
         **{k: pl.Int64 for k in key}, "file": pl.Categorical(), "_c_trim": pl.Int64,
         "_c_era_b": pl.Int64})
-    shift = kind("context_shift")
+    shift = kind("context_shift", "n_discard")
     shift = shift.group_by(key).agg(pl.len().alias("context_shifts"),
                                     pl.col("n_discard").sum().alias("n_discarded")) \
         if shift.height else None
-    pp = kind("prompt_progress")
+    pp = kind("prompt_progress", "t_rel", "n_processed", "n_past", "progress", "pp_seconds",
+              "pp_tps")
     ppagg = None
     if pp.height:
         pp = _ensure(pp, {"n_processed": pl.Int64, "pp_seconds": pl.Float64, "pp_tps": pl.Float64,
@@ -416,7 +426,7 @@ def build_requests(tables: dict[str, pl.DataFrame]) -> pl.DataFrame:
                       pl.col("progress"), pl.col("pp_seconds"), pl.col("pp_tps"))
             .alias("prefill_tick_list"),
         )
-    tg = kind("decode_progress")
+    tg = kind("decode_progress", "tg_3s")
     tgagg = None
     if tg.height:
         tg = _ensure(tg, {"tg_3s": pl.Float64})
@@ -424,12 +434,12 @@ def build_requests(tables: dict[str, pl.DataFrame]) -> pl.DataFrame:
                                      pl.col("tg_3s").mean().alias("tg_3s_mean"))
 
     # cancel / error lines name the task only
-    def by_task(k: str, agg: list[pl.Expr]) -> pl.DataFrame | None:
-        sub = kind(k)
+    def by_task(k: str, agg: list[pl.Expr], *cols: str) -> pl.DataFrame | None:
+        sub = kind(k, *cols)
         return sub.group_by("file", "_port", "run", "task").agg(agg) if sub.height else None
 
     cancel = by_task("cancel", [pl.lit(True).alias("cancel_line")])
-    err = by_task("task_error", [pl.col("error_text").first().alias("error")])
+    err = by_task("task_error", [pl.col("error_text").first().alias("error")], "error_text")
 
     out = base
     for part in (pe, ev, tt, gr, dr, rel, npr, trim, shift, ppagg, tgagg):

@@ -17,7 +17,7 @@ from __future__ import annotations
 import polars as pl
 
 from ..clock import WRAP_TS, WRAP_TS_DTYPE
-from . import Fields, Model, Stream, Tables, drop_temp
+from . import Fields, Model, Stream
 from .windows import BASIS_WINDOW, ConfigRuns, YearRollover, ensure
 
 
@@ -53,11 +53,9 @@ class VllmStream(Stream):
         ).drop(WRAP_TS)
         return self.runs(df), fields
 
-    def finish(self, tables: Tables) -> Tables:
-        out = {k: self._ts(t) for k, t in tables.items()}
-        out = drop_temp(out, self.temp_columns)
-        out.update(_acceptance_length(out))
-        return out
+    def finish_table(self, name: str, table: pl.DataFrame) -> pl.DataFrame:
+        table = self._ts(table)
+        return _acceptance_length(table) if name == "spec_decoding" else table
 
     def _ts(self, df: pl.DataFrame) -> pl.DataFrame:
         if not df.height:
@@ -73,12 +71,11 @@ class VllmStream(Stream):
         return df.with_columns(ts.alias("ts"))
 
 
-def _acceptance_length(tables: dict[str, pl.DataFrame]) -> dict[str, pl.DataFrame]:
+def _acceptance_length(spec: pl.DataFrame) -> pl.DataFrame:
     """``spec_decoding.mean_acceptance_length`` on the 0.9.0+ definition, the printed value kept
     in ``mean_acceptance_length_raw`` (placed before the kind's own fields)."""
-    spec = tables.get("spec_decoding")
-    if spec is None or spec.get_column("mean_acceptance_length").null_count() == spec.height:
-        return {}
+    if spec.get_column("mean_acceptance_length").null_count() == spec.height:
+        return spec
     pp_sum = pl.col("per_position_acceptance_rate").list.sum()
     raw = pl.col("mean_acceptance_length")
     def_085 = (pl.col("variant") == "spec_decoding_v1_b") & pp_sum.is_not_null() & (
@@ -88,7 +85,7 @@ def _acceptance_length(tables: dict[str, pl.DataFrame]) -> dict[str, pl.DataFram
         pl.when(def_085).then(raw + 1).otherwise(raw).alias("mean_acceptance_length"))
     cols = spec.columns[:-1]
     at = cols.index("counter" if "counter" in cols else "variant") + 1
-    return {"spec_decoding": spec.select(*cols[:at], "mean_acceptance_length_raw", *cols[at:])}
+    return spec.select(*cols[:at], "mean_acceptance_length_raw", *cols[at:])
 
 
 MODEL = Model(stream=VllmStream, row_fields=("engine_idx",))
