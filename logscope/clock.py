@@ -166,21 +166,22 @@ def clock_summary(logs, tz: str | None = None) -> list[dict]:  # noqa: ANN001
     from datetime import UTC, datetime
 
     per: dict[str, dict] = {}
-    for df in logs.tables.values():
-        if not {"file", "ts_source"} <= set(df.columns) or not df.height:
+    for name in logs.tables:
+        df = logs.scan(name)  # the few columns read, from disk after read(out=DIR)
+        cols = df.collect_schema().names()
+        if not {"file", "ts_source"} <= set(cols):
             continue
-        rel = "t_rel" in df.columns
-        g = df.group_by("file", "ts_source").len()
+        g = df.group_by("file", "ts_source").len().collect()
         for f, src, n in g.iter_rows():
             d = per.setdefault(f, {"file": f, "relative_clock": False, "sources": {},
                                    "runs_without_clock": set()})
             d["sources"][src or "none"] = d["sources"].get(src or "none", 0) + n
-        if rel and "run" in df.columns:
+        if "t_rel" in cols and "run" in cols and g.height:
             r = df.filter(pl.col("t_rel").is_not_null())
-            for f in r["file"].unique().to_list():
+            for f in r.select(pl.col("file").unique()).collect()["file"].to_list():
                 per[f]["relative_clock"] = True
             for f, run in (r.filter(pl.col("ts_source").is_null())
-                           .select("file", "run").unique().iter_rows()):
+                           .select("file", "run").unique().collect().iter_rows()):
                 per[f]["runs_without_clock"].add(run)
     out = []
     for f, d in per.items():

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import os
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import polars as pl
@@ -33,7 +34,7 @@ from .parse import (
     classify,
     header_prefix,
 )
-from .store import MemoryStore, ParquetStore
+from .store import MemoryStore, ParquetStore, scan
 
 COMMON_COLUMNS = ["file", "line", "run", "engine", "ts", "ts_source", "ts_inferred", "t_rel",
                   "level", "slot", "task", "variant"]
@@ -76,7 +77,7 @@ class FileStats:
 class Logs:
     """The frames of an ingest: ``logs["prompt_eval"]``, ``logs["requests"]``, ``summary()``."""
 
-    tables: dict[str, pl.DataFrame]
+    tables: Mapping[str, pl.DataFrame]  # a dict, or ParquetTables after read(out=DIR)
     files: list[FileStats]
     engines: list[str]
 
@@ -92,36 +93,50 @@ class Logs:
     def lines(self) -> int:
         return sum(f.lines for f in self.files)
 
+    def scan(self, name: str) -> pl.LazyFrame:
+        """Table ``name`` as a lazy frame (read from its Parquet file after ``read(out=DIR)``).
+
+            >>> logs = read(["fixtures/llama-server/corpus/generated-ngram-c4k-np1.log"])
+            >>> logs.scan("requests").select(pl.len()).collect().item()
+            6
+        """
+        if name not in self.tables:
+            raise KeyError(f"no table {name!r}; have: {', '.join(sorted(self.tables))}")
+        return scan(self.tables, name)
+
     def event_counts(self) -> dict[str, int]:
-        rows = self.tables.get("lines_classified")
-        if rows is None or rows.height == 0:
+        if "lines_classified" not in self.tables:
             return {}
-        ev = rows.filter(pl.col("class") == EVENT).group_by("kind").len().sort("kind")
+        ev = (self.scan("lines_classified").filter(pl.col("class") == EVENT)
+              .group_by("kind").len().sort("kind").collect())
         return dict(zip(ev["kind"].to_list(), ev["len"].to_list(), strict=True))
 
     def summary(self) -> dict[str, Any]:
         """The ``--json`` contract of DESIGN.md (plus ``ignored``, ``runs`` and ``files``)."""
-        req = self.tables.get("requests")
+        req = (self.scan("requests").select(pl.len()).collect().item()
+               if "requests" in self.tables else 0)
         return {
             "lines": self.lines,
             "records": sum(f.records for f in self.files),
             "events": self.event_counts(),
-            "requests": 0 if req is None else req.height,
+            "requests": req,
             "unrecognized": sum(f.unrecognized for f in self.files),
             "ignored": sum(f.ignored for f in self.files),
             "other": sum(f.other for f in self.files),
             "engines": self.engines,
-            "runs": _count_runs(self.tables),
+            "runs": _count_runs(self),
             "files": [f.__dict__ for f in self.files],
         }
 
 
-def _count_runs(tables: dict[str, pl.DataFrame]) -> int:
-    rows = tables.get("lines_classified")
-    if rows is None or rows.height == 0 or "run" not in rows.columns:
+def _count_runs(logs: Logs) -> int:
+    if "lines_classified" not in logs.tables:
+        return 0
+    rows = logs.scan("lines_classified")
+    if "run" not in rows.collect_schema().names():
         return 0
     return rows.filter(pl.col("class") == EVENT).select(
-        pl.struct("file", "engine", "run").n_unique()).item()
+        pl.struct("file", "engine", "run").n_unique()).collect().item()
 
 
 def _kind_fields(engine: str) -> dict[str, dict[str, str]]:
@@ -243,7 +258,8 @@ class Input:
 
 def read(paths: list[str] | tuple[str, ...] | str, engine: str = "auto", *,
          progress: Callable[[int, int | None], None] | None = None,
-         chunk_bytes: int = sources.CHUNK_BYTES) -> Logs:
+         chunk_bytes: int = sources.CHUNK_BYTES, out: str | Path | None = None,
+         on_table: Callable[[str, pl.DataFrame], pl.DataFrame] | None = None) -> Logs:
     """Ingest log files (paths, globs, ``-`` for stdin, ``.gz``) into frames.
 
     ``engine`` is ``auto`` (decided per line: a file holding two engines yields both) or one of
@@ -253,6 +269,18 @@ def read(paths: list[str] | tuple[str, ...] | str, engine: str = "auto", *,
     (``bytes_total`` is None when a size is unknown). Raises
     ``sources.InputError`` for unreadable input and ``NoServerLines`` when nothing in the input
     is a server line.
+
+    With ``out``, the tables are streamed to ``out/<table>.parquet``: each block's part of every
+    table is spilled to disk as it is made and each table is finished on its own, so memory does
+    not grow with the log; the ``Logs`` returned reads a table from its file when it is asked
+    for (``logs.scan(name)`` lazily). ``on_table(name, frame)`` may rewrite each finished table
+    before it is stored.
+
+        >>> import tempfile
+        >>> d = tempfile.mkdtemp()
+        >>> logs = read("fixtures/llama-server/corpus/generated-ngram-c4k-np1.log", out=d)
+        >>> logs["requests"].height, (Path(d) / "requests.parquet").exists()
+        (6, True)
     """
     if isinstance(paths, str):
         paths = [paths]
@@ -265,13 +293,15 @@ def read(paths: list[str] | tuple[str, ...] | str, engine: str = "auto", *,
     for p in expanded:
         chunks, mtime, size = sources.stream(p, chunk_bytes)
         inputs.append(Input(p, chunks, mtime, size))
-    return read_inputs(inputs, engine, progress=progress)
+    store = None if out is None else ParquetStore(Path(out))
+    return read_inputs(inputs, engine, progress=progress, store=store, on_table=on_table)
 
 
 def read_inputs(inputs: Iterable[Input], engine: str = "auto", *,
                 progress: Callable[[int, int | None], None] | None = None,
                 on_lines: Callable[[pl.DataFrame], None] | None = None,
-                threads: int | None = None) -> Logs:
+                threads: int | None = None, store: MemoryStore | ParquetStore | None = None,
+                on_table: Callable[[str, pl.DataFrame], pl.DataFrame] | None = None) -> Logs:
     """Parse ``inputs`` chunk by chunk with :func:`parse_batch` and assemble them as they come.
 
     Chunks are parsed by ``threads`` threads (default: one per CPU, at most 4; Polars releases
@@ -288,7 +318,7 @@ def read_inputs(inputs: Iterable[Input], engine: str = "auto", *,
         threads = 1
     files: list[FileStats] = []
     mtimes: dict[str, float | None] = {}
-    asm = Assembler(engines, mtimes)
+    asm = Assembler(engines, mtimes, store, on_table)
     sizes = [i.size for i in inputs]
     total = None if None in sizes else sum(s or 0 for s in sizes)
     done = 0

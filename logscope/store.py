@@ -12,6 +12,7 @@ column by column.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 from collections.abc import Iterator, Mapping
@@ -74,6 +75,10 @@ class MemoryStore:
         self.parts.clear()
 
 
+class OutputError(Exception):
+    """The output directory cannot be written (the user's to fix)."""
+
+
 SPILL_DIR = ".logscope-spill"  # inside the output directory, removed when the ingest ends
 
 
@@ -83,7 +88,8 @@ class ParquetStore:
 
     def __init__(self, out: Path) -> None:
         self.out = Path(out)
-        self.out.mkdir(parents=True, exist_ok=True)
+        with self._writing():
+            self.out.mkdir(parents=True, exist_ok=True)
         self.spill = self.out / f"{SPILL_DIR}-{os.getpid()}"
         self.parts: dict[tuple[str, ...], list[Path]] = {}
         self.names: list[str] = []
@@ -91,10 +97,19 @@ class ParquetStore:
     def add(self, key: tuple[str, ...], part: pl.DataFrame) -> None:
         files = self.parts.setdefault(key, [])
         where = self.spill.joinpath(*key)
-        where.mkdir(parents=True, exist_ok=True)
         path = where / f"{len(files):06d}.parquet"
-        part.write_parquet(path, compression="lz4", statistics=False)
+        with self._writing():
+            where.mkdir(parents=True, exist_ok=True)
+            part.write_parquet(path, compression="lz4", statistics=False)
         files.append(path)
+
+    @contextlib.contextmanager
+    def _writing(self) -> Iterator[None]:
+        try:
+            yield
+        except OSError as e:
+            raise OutputError(f"cannot write the tables to {self.out}/: {e.strerror or e}") \
+                from e
 
     def has(self, key: tuple[str, ...]) -> bool:
         return key in self.parts
@@ -123,10 +138,11 @@ class ParquetStore:
             table = merge(prev, table.collect() if isinstance(table, pl.LazyFrame) else table)
         else:
             self.names.append(name)
-        if isinstance(table, pl.LazyFrame):
-            table.sink_parquet(path)
-        else:
-            table.write_parquet(path)
+        with self._writing():
+            if isinstance(table, pl.LazyFrame):
+                table.sink_parquet(path)
+            else:
+                table.write_parquet(path)
         return pl.scan_parquet(path)
 
     def result(self) -> ParquetTables:

@@ -75,6 +75,7 @@ def ingest(paths: tuple[str, ...], out: str | None, dataset: str | None, workers
     from .. import summary as summary_mod
     from ..ingest import NoServerLines, read
     from ..sources import InputError
+    from ..store import OutputError
 
     try:
         start = clock.parse_start_time(start_time, tz) if start_time else None
@@ -104,12 +105,23 @@ def ingest(paths: tuple[str, ...], out: str | None, dataset: str | None, workers
 
     try:
         paths, telemetry = split_inputs(paths)  # GPU telemetry files (docs/energy.md)
+        # --out alone streams the tables to Parquet as they are made (memory flat in the log's
+        # size); --tz, --start-time and telemetry rewrite finished tables, so they run in memory
+        stream = out is not None and not tz and start is None and not telemetry
         # the bar is erased when read returns or raises, before any message below
         with IngestProgress() as progress:
-            logs = read(list(paths), engine=engine, progress=progress)
+            if stream:
+                from ..telemetry.columns import null_energy_table
+
+                logs = read(list(paths), engine=engine, progress=progress, out=out,
+                            on_table=null_energy_table)
+            else:
+                logs = read(list(paths), engine=engine, progress=progress)
     except InputError as e:
         click.echo(f"Error: {e}", err=True)
         sys.exit(e.exit_code)
+    except OutputError as e:
+        raise click.ClickException(str(e)) from e
     except NoServerLines as e:
         logs = e.args[0]
         if as_json:
@@ -130,8 +142,12 @@ def ingest(paths: tuple[str, ...], out: str | None, dataset: str | None, workers
         logs = clock.anchor_start(logs, start)
     from ._telemetry import attach_each
 
-    logs = attach_each([logs], telemetry)[0]  # tables gpu_samples, energy_runs
-    if out:
+    if stream:
+        if not as_json:
+            click.echo(f"wrote {len(logs.tables)} tables to {out}/", err=True)
+    else:
+        logs = attach_each([logs], telemetry)[0]  # tables gpu_samples, energy_runs
+    if out and not stream:
         try:
             written = write_tables(logs.tables, Path(out))
         except OSError as e:

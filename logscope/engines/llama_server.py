@@ -7,6 +7,8 @@ file/line/envelope/fields). Output: one frame per event kind plus ``requests``: 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import polars as pl
 
 from ..clock import WRAP_TS, WRAP_TS_DTYPE
@@ -361,15 +363,15 @@ def build_requests(tables: AnyTables) -> pl.DataFrame:
     # earliest of each kind, then of all (no copy of the large tables' key columns at once)
     firsts = [pl.col("t_rel").min().alias("t_start"), pl.col("ts").min().alias("ts_start"),
               pl.col("line").min().alias("line_start")]
+    # (each kind's requests not launched in the log, then the earliest over the kinds)
     extra = pl.concat([kind(k, "t_rel", "ts", "line")
                        .filter(pl.col("task").is_null() | (pl.col("task") >= 0))
-                       .group_by(key).agg(firsts)
+                       .group_by(key).agg(firsts).join(base, on=key, how="anti", nulls_equal=True)
                        for k in ("prompt_eval", "eval", "release", "draft_acceptance",
                                  "decode_progress", "prompt_progress")
                        if k in tables]).group_by(key).agg(
         pl.col("t_start").min(), pl.col("ts_start").min(), pl.col("line_start").min())
-    base = pl.concat([base, extra.join(base, on=key, how="anti", nulls_equal=True)],
-                     how="diagonal_relaxed")
+    base = pl.concat([base, extra], how="diagonal_relaxed")
 
     # slot selection (task -1) belongs to the next launch of the same slot
     sel = kind("slot_select", "line", "variant", "sim_best", "f_keep")
@@ -385,69 +387,86 @@ def build_requests(tables: AnyTables) -> pl.DataFrame:
             pl.all().exclude(*key, "line", "line_start").last())
         base = base.join(picked, on=key, how="left", nulls_equal=True)
 
-    def first(k: str, cols: dict[str, str]) -> pl.DataFrame:
-        return _first(kind(k, *cols), cols)
+    def first(k: str, cols: dict[str, str]) -> Callable[[], pl.DataFrame]:
+        return lambda: _first(kind(k, *cols), cols)
 
-    pe = first("prompt_eval", {"prompt_tokens": "prompt_tokens", "prompt_ms": "prompt_ms",
-                               "prompt_tps": "prompt_tps"})
-    ev = first("eval", {"gen_tokens": "gen_tokens", "eval_ms": "decode_ms",
-                        "eval_tps": "decode_tps"})
-    tt = first("total", {"total_ms": "total_ms", "ts": "_ts_summary", "t_rel": "_t_summary"})
-    gr = first("graphs_reused", {"graphs_reused": "graphs_reused"})
-    dr = first("draft_acceptance", {"draft_accepted": "draft_accepted",
-                                    "draft_generated": "draft_generated",
-                                    "draft_rate": "draft_rate", "mean_len": "mean_len",
-                                    "acc_per_pos": "acc_per_pos"})
-    rel = first("release", {"ctx_tokens": "ctx_tokens", "truncated": "truncated",
-                            "ts": "_ts_release", "t_rel": "_t_release"})
-    npr = first("new_prompt", {"prompt_total": "prompt_total", "n_ctx_slot": "n_ctx_slot"})
-    trim = kind("cache_trim", "trim_pos", "cached_tokens")
-    trim = trim.group_by(key).agg(  # the table is in line order: first = earliest
-        (pl.col("trim_pos").first() if "trim_pos" in trim.columns else pl.lit(None, pl.Int64))
-        .alias("_c_trim"),
-        (pl.col("cached_tokens").first() if "cached_tokens" in trim.columns
-         else pl.lit(None, pl.Int64)).alias("_c_era_b"),
-    ) if trim.height else pl.DataFrame(schema={
-        **{k: pl.Int64 for k in key}, "file": pl.Categorical(), "_c_trim": pl.Int64,
-        "_c_era_b": pl.Int64})
-    shift = kind("context_shift", "n_discard")
-    shift = shift.group_by(key).agg(pl.len().alias("context_shifts"),
-                                    pl.col("n_discard").sum().alias("n_discarded")) \
-        if shift.height else None
-    pp = kind("prompt_progress", "t_rel", "n_processed", "n_past", "progress", "pp_seconds",
-              "pp_tps")
-    ppagg = None
-    if pp.height:
-        pp = _ensure(pp, {"n_processed": pl.Int64, "pp_seconds": pl.Float64, "pp_tps": pl.Float64,
-                          "progress": pl.Float64, "n_past": pl.Int64})
-        ppagg = pp.group_by(key).agg(  # ticks in line order (the table's)
+    def trim() -> pl.DataFrame:
+        trim = kind("cache_trim", "trim_pos", "cached_tokens")
+        return trim.group_by(key).agg(  # the table is in line order: first = earliest
+            (pl.col("trim_pos").first() if "trim_pos" in trim.columns
+             else pl.lit(None, pl.Int64)).alias("_c_trim"),
+            (pl.col("cached_tokens").first() if "cached_tokens" in trim.columns
+             else pl.lit(None, pl.Int64)).alias("_c_era_b"),
+        ) if trim.height else pl.DataFrame(schema={
+            **{k: pl.Int64 for k in key}, "file": pl.Categorical(), "_c_trim": pl.Int64,
+            "_c_era_b": pl.Int64})
+
+    def shift() -> pl.DataFrame | None:
+        shift = kind("context_shift", "n_discard")
+        return shift.group_by(key).agg(pl.len().alias("context_shifts"),
+                                       pl.col("n_discard").sum().alias("n_discarded")) \
+            if shift.height else None
+
+    def prefill() -> pl.DataFrame | None:
+        pp = kind("prompt_progress", "t_rel", "n_processed", "n_past", "progress", "pp_seconds",
+                  "pp_tps")
+        if not pp.height:
+            return None
+        pp = _ensure(pp, {"n_processed": pl.Int64, "pp_seconds": pl.Float64,
+                          "pp_tps": pl.Float64, "progress": pl.Float64, "n_past": pl.Int64})
+        return pp.group_by(key).agg(  # ticks in line order (the table's)
             pl.len().alias("prefill_ticks"),
             pl.struct(pl.col("t_rel"), pl.col("n_processed"), pl.col("n_past"),
                       pl.col("progress"), pl.col("pp_seconds"), pl.col("pp_tps"))
             .alias("prefill_tick_list"),
         )
-    tg = kind("decode_progress", "tg_3s")
-    tgagg = None
-    if tg.height:
+
+    def decode() -> pl.DataFrame | None:
+        tg = kind("decode_progress", "tg_3s")
+        if not tg.height:
+            return None
         tg = _ensure(tg, {"tg_3s": pl.Float64})
-        tgagg = tg.group_by(key).agg(pl.len().alias("decode_ticks"),
-                                     pl.col("tg_3s").mean().alias("tg_3s_mean"))
+        return tg.group_by(key).agg(pl.len().alias("decode_ticks"),
+                                    pl.col("tg_3s").mean().alias("tg_3s_mean"))
 
     # cancel / error lines name the task only
-    def by_task(k: str, agg: list[pl.Expr], *cols: str) -> pl.DataFrame | None:
-        sub = kind(k, *cols)
-        return sub.group_by("file", "_port", "run", "task").agg(agg) if sub.height else None
+    def by_task(k: str, agg: list[pl.Expr], *cols: str) -> Callable[[], pl.DataFrame | None]:
+        def part() -> pl.DataFrame | None:
+            sub = kind(k, *cols)
+            return sub.group_by("file", "_port", "run", "task").agg(agg) if sub.height else None
+        return part
 
-    cancel = by_task("cancel", [pl.lit(True).alias("cancel_line")])
-    err = by_task("task_error", [pl.col("error_text").first().alias("error")], "error_text")
-
+    # each part made just before it is joined, and let go after (one at a time in memory)
+    by_request = [
+        first("prompt_eval", {"prompt_tokens": "prompt_tokens", "prompt_ms": "prompt_ms",
+                              "prompt_tps": "prompt_tps"}),
+        first("eval", {"gen_tokens": "gen_tokens", "eval_ms": "decode_ms",
+                       "eval_tps": "decode_tps"}),
+        first("total", {"total_ms": "total_ms", "ts": "_ts_summary", "t_rel": "_t_summary"}),
+        first("graphs_reused", {"graphs_reused": "graphs_reused"}),
+        first("draft_acceptance", {"draft_accepted": "draft_accepted",
+                                   "draft_generated": "draft_generated",
+                                   "draft_rate": "draft_rate", "mean_len": "mean_len",
+                                   "acc_per_pos": "acc_per_pos"}),
+        first("release", {"ctx_tokens": "ctx_tokens", "truncated": "truncated",
+                          "ts": "_ts_release", "t_rel": "_t_release"}),
+        first("new_prompt", {"prompt_total": "prompt_total", "n_ctx_slot": "n_ctx_slot"}),
+        trim, shift, prefill, decode,
+    ]
     out = base
-    for part in (pe, ev, tt, gr, dr, rel, npr, trim, shift, ppagg, tgagg):
+    del base
+    for make in by_request:
+        part = make()
         if part is not None and part.height:
             out = out.join(part, on=key, how="left", nulls_equal=True)
-    for part in (cancel, err):
+        del part
+    for make in (by_task("cancel", [pl.lit(True).alias("cancel_line")]),
+                 by_task("task_error", [pl.col("error_text").first().alias("error")],
+                         "error_text")):
+        part = make()
         if part is not None:
             out = out.join(part, on=["file", "_port", "run", "task"], how="left")
+        del part
     out = _ensure(out, {
         "prompt_tokens": pl.Int64, "prompt_ms": pl.Float64, "prompt_tps": pl.Float64,
         "gen_tokens": pl.Int64, "decode_ms": pl.Float64, "decode_tps": pl.Float64,

@@ -16,6 +16,16 @@ def null_energy(logs):  # noqa: ANN001, ANN201 - an ingest's Logs
     """
     req = logs.tables.get("requests")
     if req is not None:
-        logs.tables["requests"] = req.drop([c for c in ENERGY_COLUMNS if c in req.columns]) \
-            .with_columns(pl.lit(None, dt).alias(c) for c, dt in ENERGY_COLUMNS.items())
+        logs.tables["requests"] = null_energy_table("requests", req)
     return logs
+
+
+def null_energy_table(name: str, table: pl.DataFrame) -> pl.DataFrame:
+    """Table ``name`` as :func:`null_energy` leaves it (an ``on_table`` of a streamed ingest).
+
+    Example: ``logscope.read("server.log", out="frames/", on_table=null_energy_table)``
+    """
+    if name != "requests":
+        return table
+    return table.drop([c for c in ENERGY_COLUMNS if c in table.columns]).with_columns(
+        pl.lit(None, dt).alias(c) for c, dt in ENERGY_COLUMNS.items())
