@@ -453,19 +453,29 @@ def build_requests(tables: AnyTables) -> pl.DataFrame:
         first("new_prompt", {"prompt_total": "prompt_total", "n_ctx_slot": "n_ctx_slot"}),
         trim, shift, prefill, decode,
     ]
-    out = base
+    # in the table's order from here on; each part's columns are lined up with the requests
+    # (a left join of the key columns alone) and added beside them: no copy of the growing table
+    order = ["file", "run", "t_start", "task", "slot"]
+    out = base.sort(order, nulls_last=True)
     del base
+
+    def beside(out: pl.DataFrame, part: pl.DataFrame, on: list[str], nulls: bool
+               ) -> pl.DataFrame:
+        got = out.select(on).join(part, on=on, how="left", nulls_equal=nulls,
+                                  maintain_order="left")
+        return out.hstack(got.drop(on).get_columns())
+
     for make in by_request:
         part = make()
         if part is not None and part.height:
-            out = out.join(part, on=key, how="left", nulls_equal=True)
+            out = beside(out, part, key, True)
         del part
     for make in (by_task("cancel", [pl.lit(True).alias("cancel_line")]),
                  by_task("task_error", [pl.col("error_text").first().alias("error")],
                          "error_text")):
         part = make()
         if part is not None:
-            out = out.join(part, on=["file", "_port", "run", "task"], how="left")
+            out = beside(out, part, ["file", "_port", "run", "task"], False)
         del part
     out = _ensure(out, {
         "prompt_tokens": pl.Int64, "prompt_ms": pl.Float64, "prompt_tps": pl.Float64,
@@ -555,7 +565,7 @@ def build_requests(tables: AnyTables) -> pl.DataFrame:
         "n_ctx_slot", "context_shifts", "n_discarded", "prefill_ticks", "decode_ticks",
         "tg_3s_mean", "prefill_tick_list",
     ]
-    return out.select(cols).sort("file", "run", "t_start", "task", "slot", nulls_last=True)
+    return out.select(cols)
 
 
 MODEL = Model(stream=LlamaStream, row_fields=("slot", "task"))
