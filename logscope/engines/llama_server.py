@@ -12,6 +12,7 @@ from collections.abc import Callable
 import polars as pl
 
 from ..clock import WRAP_TS, WRAP_TS_DTYPE
+from ..store import stack
 from . import AnyTables, Fields, Model, State, Stream, Tables, last_per_group
 
 # kinds whose lines may come without a slot header: the continuation lines of a multi-line
@@ -279,7 +280,13 @@ class LlamaStream(Stream):
         return _anchor_clock(table, self.anchors)
 
     def derived(self, tables: AnyTables) -> Tables:
-        return {"requests": build_requests(tables)}
+        if not isinstance(tables.get("task_launch"), pl.LazyFrame):
+            return {"requests": build_requests(tables)}
+        # streamed: server runs are independent requests-wise, so they are built a few runs at
+        # a time (the working memory of one chunk, not of the whole log)
+        parts = [build_requests({k: t.filter(sel) for k, t in tables.items()})
+                 for sel in _run_chunks(tables)]
+        return {"requests": stack(parts) if parts else build_requests(tables)}
 
 
 def _merge_fields(a: Fields, b: Fields) -> Fields:
@@ -334,6 +341,36 @@ def _first(kind_df: pl.DataFrame, cols: dict[str, str]) -> pl.DataFrame:
     key = ["file", "_port", "run", "slot", "task"]
     have = {src: dst for src, dst in cols.items() if src in kind_df.columns}
     return kind_df.group_by(key).agg([pl.col(s).first().alias(d) for s, d in have.items()])
+
+
+CHUNK_REQUESTS = 100_000  # a streamed ingest builds requests about this many at a time
+REQUEST_KINDS_SEEN = ("task_launch", "prompt_eval", "eval", "release", "draft_acceptance",
+                      "decode_progress", "prompt_progress")
+
+
+def _run_chunks(tables: AnyTables) -> list[pl.Expr]:
+    """Filters that cut the finished tables into groups of whole server runs, in the order of
+    the ``requests`` table (file, then run), each of about ``CHUNK_REQUESTS`` launches."""
+    seen = pl.concat([tables[k].lazy().group_by("file", "run").agg(
+        (pl.len() if k == "task_launch" else pl.lit(0, pl.UInt32)).alias("n"))
+        for k in REQUEST_KINDS_SEEN if k in tables]).group_by("file", "run").agg(
+        pl.col("n").sum()).collect()
+    seen = seen.with_columns(pl.col("file").cast(pl.String)).sort("file", "run",
+                                                                   nulls_last=True)
+    chunks: list[pl.Expr] = []
+    cur: tuple[str, int, int] | None = None  # (file, first run, last run)
+    n = 0
+    for f, run, k in seen.iter_rows():
+        if f is None or run is None:
+            return []  # not cut: rows without a file or run
+        if cur is not None and (cur[0] != f or n + k > CHUNK_REQUESTS):
+            chunks.append(cur)
+            cur, n = None, 0
+        cur = (f, run, run) if cur is None else (cur[0], cur[1], run)
+        n += k
+    if cur is not None:
+        chunks.append(cur)
+    return [(pl.col("file") == f) & pl.col("run").is_between(lo, hi) for f, lo, hi in chunks]
 
 
 def build_requests(tables: AnyTables) -> pl.DataFrame:

@@ -1,0 +1,108 @@
+"""A streamed ingest (``read(..., out=DIR)``, ``logscope ingest --out DIR``) gives the tables an
+in-memory ingest gives, written to Parquet, and leaves nothing else behind."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import polars as pl
+import pytest
+from click.testing import CliRunner
+from polars.testing import assert_frame_equal
+
+import logscope
+from logscope import clock, store
+from logscope.cli import cli
+from logscope.cli.ingest import write_tables
+from logscope.engines import llama_server
+from logscope.ingest import read
+from logscope.telemetry.columns import null_energy, null_energy_table
+
+ROOT = Path(__file__).resolve().parents[1]
+LOGS = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "fixtures").rglob("*.log"))
+# every engine fixture and every fifth wrapped log (all 193 checked too: bench/RESULTS.md)
+SAMPLE = [p for i, p in enumerate(LOGS) if "/wild/" not in p or i % 5 == 0]
+
+
+def _same(a: logscope.Logs, b: logscope.Logs) -> None:
+    assert sorted(a.tables) == sorted(b.tables)
+    for name in a.tables:
+        try:
+            assert_frame_equal(a[name], b[name])
+        except AssertionError as e:
+            raise AssertionError(f"table {name}: {e}") from None
+    assert a.summary() == b.summary()
+    key = lambda d: d["file"]  # noqa: E731
+    assert sorted(clock.clock_summary(a), key=key) == sorted(clock.clock_summary(b), key=key)
+
+
+@pytest.mark.parametrize("log", SAMPLE)
+def test_streamed_tables_are_the_in_memory_ones(log: str, tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    # requests built a few runs at a time, as on a long log
+    monkeypatch.setattr(llama_server, "CHUNK_REQUESTS", 3)
+    monkeypatch.chdir(ROOT)
+    try:
+        mem = read(log)
+    except logscope.ingest.NoServerLines:
+        with pytest.raises(logscope.ingest.NoServerLines):
+            read(log, out=tmp_path)
+        return
+    _same(mem, read(log, out=tmp_path))
+    assert not [p for p in os.listdir(tmp_path) if p.startswith(store.SPILL_DIR)]
+
+
+def test_several_files_out_of_name_order_and_small_blocks(tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Files given out of name order (tables re-sorted), several engines, many blocks."""
+    monkeypatch.setattr(llama_server, "CHUNK_REQUESTS", 2)
+    monkeypatch.chdir(ROOT)
+    logs = [p for p in LOGS if "/corpus/" in p][:2][::-1] + [
+        next(p for p in LOGS if p.startswith("fixtures/sglang/")),
+        next(p for p in LOGS if p.startswith("fixtures/vllm/"))]
+    _same(read(logs, chunk_bytes=4096), read(logs, chunk_bytes=4096, out=tmp_path / "o"))
+
+
+def test_cli_out_writes_what_the_in_memory_path_writes(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ROOT)
+    log = next(p for p in LOGS if "/corpus/" in p)
+    r = CliRunner().invoke(cli, ["ingest", log, "--out", str(tmp_path / "s"), "--json"])
+    assert r.exit_code == 0, r.output
+    want = write_tables(null_energy(read(log)).tables, tmp_path / "m")
+    got = sorted(os.listdir(tmp_path / "s"))
+    assert got == sorted(p.name for p in want)
+    for p in want:
+        assert_frame_equal(pl.read_parquet(tmp_path / "s" / p.name), pl.read_parquet(p))
+    summary = json.loads(r.stdout)
+    assert summary["requests"] == pl.read_parquet(tmp_path / "s" / "requests.parquet").height
+    assert "energy_j" in pl.read_parquet(tmp_path / "s" / "requests.parquet").columns
+
+
+def test_on_table_rewrites_each_finished_table(tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ROOT)
+    log = next(p for p in LOGS if "/corpus/" in p)
+    seen: list[str] = []
+
+    def hook(name: str, df: pl.DataFrame) -> pl.DataFrame:
+        seen.append(name)
+        return null_energy_table(name, df)
+
+    logs = read(log, out=tmp_path, on_table=hook)
+    assert "requests" in seen and "prompt_eval" in seen
+    assert logs["requests"].get_column("energy_j").null_count() == logs["requests"].height
+
+
+def test_unwritable_out_is_one_clear_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ROOT)
+    log = next(p for p in LOGS if "/corpus/" in p)
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    r = CliRunner().invoke(cli, ["ingest", log, "--out", str(blocker / "sub")])
+    assert r.exit_code == 1
+    assert "cannot write the tables to" in r.output and "Traceback" not in r.output
+    with pytest.raises(store.OutputError):
+        read(log, out=blocker / "sub")
