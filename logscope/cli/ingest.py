@@ -26,7 +26,9 @@ class OneLineErrors(click.Command):
 @click.command(cls=OneLineErrors)
 @click.argument("paths", nargs=-1, required=True)
 @click.option("--out", "out", type=click.Path(file_okay=False), default=None,
-              help="Write one Parquet file per table into this directory.")
+              help="Write one Parquet file per table into this directory, streamed as the "
+                   "log is read (memory does not grow with the log; with --tz, --start-time "
+                   "or telemetry files the tables are finished in memory first).")
 @click.option("--dataset", "dataset", type=click.Path(file_okay=False), default=None,
               help="Append to a hive-partitioned Parquet dataset in this directory "
                    "(in parallel; unchanged files are skipped, grown files add their new lines).")
