@@ -372,7 +372,8 @@ class Assembler:
     and land in per-kind parts kept by ``store`` (in memory, or spilled to Parquet as they come:
     :mod:`logscope.store`); only the parts (the output) and the streams' small state grow.
     ``add`` renumbers ``_row`` so that batches parsed on their own follow each other.
-    ``on_table(name, table)`` sees every finished table before it is stored."""
+    ``on_table(name, table)`` sees every finished table before it is stored (a streamed kind
+    table part by part)."""
 
     def __init__(self, engines: list[str], mtimes: dict[str, float | None],
                  store: MemoryStore | ParquetStore | None = None,
@@ -473,6 +474,18 @@ class Assembler:
         temp = stream.temp_columns
         finished: dict[str, pl.DataFrame | pl.LazyFrame] = {}
         for kind, fields in _kind_fields(eng).items():
+            if not resort and isinstance(self.store, ParquetStore) and self.store.has((eng, kind)):
+                # on disk, part by part: the table's model columns that are null throughout
+                # are dropped from every part
+                empty = self.store.null_columns((eng, kind), list(MODEL_COLUMNS))
+
+                def finish(t: pl.DataFrame, kind: str = kind, empty: list[str] = empty
+                           ) -> pl.DataFrame:
+                    t = stream.finish_table(kind, t.drop("_row", *empty))
+                    return self._hook(kind, t.drop([c for c in temp if c in t.columns]))
+
+                finished[kind] = self.store.put_parts((eng, kind), kind, finish)
+                continue
             t = self.store.take((eng, kind))
             if t is None:
                 t = _kind_table(pl.DataFrame(schema=self.schemas[eng]), fields, None, temp)
@@ -487,9 +500,10 @@ class Assembler:
             self._put(name, t)
 
     def _put(self, name: str, t: pl.DataFrame) -> pl.DataFrame | pl.LazyFrame:
-        if self.on_table is not None:
-            t = self.on_table(name, t)
-        return self.store.put(name, t)
+        return self.store.put(name, self._hook(name, t))
+
+    def _hook(self, name: str, t: pl.DataFrame) -> pl.DataFrame:
+        return t if self.on_table is None else self.on_table(name, t)
 
     def _lines_and_unrecognized(self, resort: bool) -> None:
         """``lines_classified`` (one row per line taken, engine by engine in the order they are

@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 import polars as pl
@@ -122,6 +122,39 @@ class ParquetStore:
         for f in files:
             f.unlink()
         return stack(parts)
+
+    def null_columns(self, key: tuple[str, ...], cols: list[str]) -> list[str]:
+        """Which of ``cols`` the parts of ``key`` have and hold no value in (read alone)."""
+        lf = pl.scan_parquet(self.parts[key])
+        have = [c for c in cols if c in lf.collect_schema().names()]
+        if not have:
+            return []
+        row = lf.select(pl.col(c).is_not_null().any() for c in have).collect().row(0)
+        return [c for c, any_value in zip(have, row, strict=True) if not any_value]
+
+    def put_parts(self, key: tuple[str, ...], name: str,
+                  finish: Callable[[pl.DataFrame], pl.DataFrame]) -> pl.LazyFrame:
+        """Table ``name`` from the parts of ``key``, each read, finished and spilled again on its
+        own, then written as one file without being held whole (``finish`` must work row by
+        row). A name an earlier engine wrote is merged in memory."""
+        if name in self.names:
+            return self.put(name, finish(self.take(key)))
+        files = self.parts.pop(key)
+        done = []
+        where = self.spill.joinpath(*key, "finished")
+        with self._writing():
+            where.mkdir(parents=True, exist_ok=True)
+            for i, f in enumerate(files):
+                part = finish(pl.read_parquet(f))
+                f.unlink()
+                done.append(where / f"{i:06d}.parquet")
+                part.write_parquet(done[-1], compression="lz4", statistics=False)
+                del part
+        table = pl.concat([pl.scan_parquet(f) for f in done], how="diagonal_relaxed")
+        out = self.put(name, table)
+        for f in done:
+            f.unlink()
+        return out
 
     def scan(self, key: tuple[str, ...]) -> pl.LazyFrame | None:
         """The parts of ``key`` as one lazy frame (read when it is written out)."""

@@ -61,7 +61,8 @@ class Stream:
         return None, {}
 
     def finish_table(self, name: str, table: pl.DataFrame) -> pl.DataFrame:
-        """Kind table ``name`` once every batch is in (temporary columns still there)."""
+        """Kind table ``name`` once every batch is in (temporary columns still there). Row by
+        row: a streamed ingest gives a long table in parts, one after the other."""
         return table
 
     def derived(self, tables: AnyTables) -> Tables:
