@@ -96,6 +96,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import tempfile
 import time
 import warnings
@@ -204,15 +205,17 @@ def _stat(path: str) -> tuple[int, float | None, list[int] | None]:
 
 
 def read_part(path: str, start_byte: int = 0, start_line: int = 0, engine: str = "auto",
-              run_offset: int = 0) -> dict[str, Any]:
+              run_offset: int = 0, spill: str | os.PathLike | None = None) -> dict[str, Any]:
     """Ingest the complete lines of ``path`` from byte ``start_byte`` on, numbering them from
     ``start_line + 1`` (the part of a grown file); ``run`` is shifted by ``run_offset``.
     ``path`` is a local path or an fsspec URL (``s3://bucket/host/server.log``).
 
     Built on ``logscope.ingest.read_inputs`` (streamed in blocks, as ``logscope.read``), so the
-    frames are those of ``logscope.read`` for the same lines. Returns the tables, the byte
-    offset of the end of the last complete line, the number of lines, the host and the per-file
-    stats.
+    frames are those of ``logscope.read`` for the same lines. Returns the tables (lazy frames,
+    read one at a time where they are written), the byte offset of the end of the last complete
+    line, the number of lines, the host and the per-file stats. With ``spill`` (a directory) the
+    tables are streamed there as they are made (``logscope.read(..., out=...)``), so memory
+    does not grow with the file.
     """
     import gzip
 
@@ -221,6 +224,7 @@ def read_part(path: str, start_byte: int = 0, start_line: int = 0, engine: str =
     from . import sources
     from .envelope import host_expr
     from .ingest import Input, NoServerLines, read_inputs
+    from .store import ParquetStore
 
     if not _is_url(path):
         sources.check(path)
@@ -262,7 +266,8 @@ def read_part(path: str, start_byte: int = 0, start_line: int = 0, engine: str =
         chunks = complete_lines()
     try:
         logs = read_inputs([Input(path, chunks, mtime, first_line=start_line)], engine,
-                           on_lines=find_host)
+                           on_lines=find_host,
+                           store=None if spill is None else ParquetStore(Path(spill)))
     except NoServerLines as e:
         logs = e.args[0]
     end, host = state["end"], state["host"]
@@ -271,14 +276,17 @@ def read_part(path: str, start_byte: int = 0, start_line: int = 0, engine: str =
         host = parent or "local"
     stats = logs.files[0]
     n = stats.lines
-    tables = {k: v for k, v in logs.tables.items() if not k.startswith("_")}
+    tables = {k: logs.scan(k) for k in logs.tables if not k.startswith("_")}
     if run_offset:
-        tables = {k: (v.with_columns(pl.col("run") + run_offset) if "run" in v.columns else v)
+        tables = {k: (v.with_columns(pl.col("run") + run_offset)
+                      if "run" in v.collect_schema().names() else v)
                   for k, v in tables.items()}
     last_run = 0
-    for df in tables.values():
-        if "run" in df.columns and df.height and df["run"].max() is not None:
-            last_run = max(last_run, int(df["run"].max()))
+    for lf in tables.values():
+        if "run" in lf.collect_schema().names():
+            top = lf.select(pl.col("run").max()).collect().item()
+            if top is not None:
+                last_run = max(last_run, int(top))
     pending = 0 if gz else size - end
     return {"path": path, "tables": tables, "end_byte": end, "lines": n, "host": host,
             "pending_bytes": max(pending, 0),
@@ -294,11 +302,17 @@ def ingest_file(job: dict[str, Any]) -> dict[str, Any]:
     (the part names' ``<file-hash>``), ``out`` (the dataset directory, which every worker must
     be able to write), and ``old``, the manifest entry the file continues (or None).
     """
-    res = read_part(job["path"], job["start_byte"], job["start_line"], job["engine"],
-                    job["run_offset"])
-    if job["old"] is not None:
-        res = _as_log(res, job["old"])
-    parts = _write_tables(res, Path(job["out"]), job["fhash"], job["start_byte"])
+    # the file's tables are streamed to a private directory of the dataset, then partitioned
+    # into it table by table (memory flat in the file's size)
+    spill = Path(job["out"]) / f".ingest-{job['fhash']}-{os.getpid()}"
+    try:
+        res = read_part(job["path"], job["start_byte"], job["start_line"], job["engine"],
+                        job["run_offset"], spill=spill)
+        if job["old"] is not None:
+            res = _as_log(res, job["old"])
+        parts = _write_tables(res, Path(job["out"]), job["fhash"], job["start_byte"])
+    finally:
+        shutil.rmtree(spill, ignore_errors=True)
     return {"index": job["index"], "path": res["path"], "end_byte": res["end_byte"],
             "lines": res["lines"], "host": res["host"], "engines": res["engines"],
             "last_run": res["last_run"], "pending_bytes": res["pending_bytes"], "parts": parts}
@@ -380,7 +394,8 @@ def _write_tables(res: dict[str, Any], out: Path, fhash: str, offset: int) -> li
 
     written: list[str] = []
     file_engine = res["engines"][0] if len(res["engines"]) == 1 else None
-    for name, df in res["tables"].items():
+    for name, lf in res["tables"].items():
+        df = lf.collect()  # one table in memory at a time
         if df.height == 0:
             continue
         if "engine" in df.columns:
@@ -698,8 +713,8 @@ def _as_log(res: dict[str, Any], old: dict[str, Any]) -> dict[str, Any]:
     label = old.get("file", old["path"])
     tables = res["tables"]
     if label != res["path"]:
-        tables = {k: (v.with_columns(pl.lit(label).cast(v.schema["file"]).alias("file"))
-                      if "file" in v.columns else v) for k, v in tables.items()}
+        tables = {k: (v.with_columns(pl.lit(label).cast(v.collect_schema()["file"]).alias("file"))
+                      if "file" in v.collect_schema().names() else v) for k, v in tables.items()}
     host = old.get("host") if old.get("lines") else None
     return {**res, "tables": tables, "host": host or res["host"]}
 
