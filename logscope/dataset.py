@@ -395,28 +395,31 @@ def _write_tables(res: dict[str, Any], out: Path, fhash: str, offset: int) -> li
     written: list[str] = []
     file_engine = res["engines"][0] if len(res["engines"]) == 1 else None
     for name, lf in res["tables"].items():
-        df = lf.collect()  # one table in memory at a time
-        if df.height == 0:
-            continue
-        if "engine" in df.columns:
+        schema = lf.collect_schema()
+        if "engine" in schema:
             eng = pl.col("engine")
-        elif "engine_guess" in df.columns:
+        elif "engine_guess" in schema:
             eng = pl.col("engine_guess")
         else:
             eng = pl.lit(file_engine, pl.String)
-        ts = next((c for c in ("ts", "ts_start") if c in df.columns), None)
+        ts = next((c for c in ("ts", "ts_start") if c in schema), None)
         date = (pl.col(ts).dt.convert_time_zone("UTC").dt.strftime("%Y-%m-%d")
-                if ts and isinstance(df.schema[ts], pl.Datetime) and df.schema[ts].time_zone
+                if ts and isinstance(schema[ts], pl.Datetime) and schema[ts].time_zone
                 else pl.col(ts).dt.strftime("%Y-%m-%d") if ts else pl.lit(None, pl.String))
-        keyed = df.with_columns(eng.cast(pl.String).fill_null("unknown").alias("_p_engine"),
+        keyed = lf.with_columns(eng.cast(pl.String).fill_null("unknown").alias("_p_engine"),
                                 date.fill_null("unknown").alias("_p_date"))
-        for (e, d), part in keyed.group_by("_p_engine", "_p_date", maintain_order=True):
+        # the partitions in order of first appearance; each written by a streaming pass over
+        # the table (never the whole table in memory)
+        keys = keyed.select("_p_engine", "_p_date").unique(maintain_order=True).collect()
+        for e, d in keys.iter_rows():
             target = (out / name / f"engine={_safe(e, 'unknown')}" / f"host={res['host']}"
                       / f"date={d}")
             target.mkdir(parents=True, exist_ok=True)
             dest = target / f"part-{fhash}-{offset}.parquet"
             tmp = target / f".{dest.name}.tmp"
-            part.drop("_p_engine", "_p_date").write_parquet(tmp)
+            part = keyed if keys.height == 1 else keyed.filter(
+                (pl.col("_p_engine") == e) & (pl.col("_p_date") == d))
+            part.drop("_p_engine", "_p_date").sink_parquet(tmp)
             os.replace(tmp, dest)
             written.append(str(dest.relative_to(out)))
     return written
