@@ -15,6 +15,7 @@ from polars.testing import assert_frame_equal
 import logscope
 from logscope import clock, store
 from logscope.cli import cli
+from logscope.cli import ingest as cli_ingest
 from logscope.cli.ingest import write_tables
 from logscope.engines import llama_server
 from logscope.ingest import read
@@ -70,6 +71,11 @@ def test_several_files_out_of_name_order_and_small_blocks(tmp_path: Path,
 def test_cli_out_writes_what_the_in_memory_path_writes(tmp_path: Path,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(ROOT)
+    monkeypatch.setattr(cli_ingest, "STREAM_FROM_BYTES", 0)  # stream even a small log
+    streamed: list[object] = []
+    real_read = logscope.ingest.read
+    monkeypatch.setattr(logscope.ingest, "read",
+                        lambda *a, **k: streamed.append(k.get("out")) or real_read(*a, **k))
     log = next(p for p in LOGS if "/corpus/" in p)
     r = CliRunner().invoke(cli, ["ingest", log, "--out", str(tmp_path / "s"), "--json"])
     assert r.exit_code == 0, r.output
@@ -78,9 +84,20 @@ def test_cli_out_writes_what_the_in_memory_path_writes(tmp_path: Path,
     assert got == sorted(p.name for p in want)
     for p in want:
         assert_frame_equal(pl.read_parquet(tmp_path / "s" / p.name), pl.read_parquet(p))
+    assert streamed == [str(tmp_path / "s")]
     summary = json.loads(r.stdout)
     assert summary["requests"] == pl.read_parquet(tmp_path / "s" / "requests.parquet").height
     assert "energy_j" in pl.read_parquet(tmp_path / "s" / "requests.parquet").columns
+
+
+def test_cli_out_streams_large_logs_only(tmp_path: Path) -> None:
+    small = tmp_path / "a.log"
+    small.write_text("x\n")
+    assert not cli_ingest._large([str(small)])
+    assert cli_ingest._large(["-"])
+    with open(tmp_path / "big.log", "wb") as f:
+        f.truncate(cli_ingest.STREAM_FROM_BYTES)
+    assert cli_ingest._large([str(small), str(tmp_path / "big.log")])
 
 
 def test_on_table_rewrites_each_finished_table(tmp_path: Path,
@@ -100,6 +117,7 @@ def test_on_table_rewrites_each_finished_table(tmp_path: Path,
 
 def test_unwritable_out_is_one_clear_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(ROOT)
+    monkeypatch.setattr(cli_ingest, "STREAM_FROM_BYTES", 0)
     log = next(p for p in LOGS if "/corpus/" in p)
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")

@@ -26,9 +26,10 @@ class OneLineErrors(click.Command):
 @click.command(cls=OneLineErrors)
 @click.argument("paths", nargs=-1, required=True)
 @click.option("--out", "out", type=click.Path(file_okay=False), default=None,
-              help="Write one Parquet file per table into this directory, streamed as the "
-                   "log is read (memory does not grow with the log; with --tz, --start-time "
-                   "or telemetry files the tables are finished in memory first).")
+              help="Write one Parquet file per table into this directory. From 256 MiB of "
+                   "log on (or stdin) the tables are streamed there as the log is read, so "
+                   "memory does not grow with the log (with --tz, --start-time or telemetry "
+                   "files they are finished in memory first).")
 @click.option("--dataset", "dataset", type=click.Path(file_okay=False), default=None,
               help="Append to a hive-partitioned Parquet dataset in this directory "
                    "(in parallel; unchanged files are skipped, grown files add their new lines).")
@@ -109,7 +110,8 @@ def ingest(paths: tuple[str, ...], out: str | None, dataset: str | None, workers
         paths, telemetry = split_inputs(paths)  # GPU telemetry files (docs/energy.md)
         # --out alone streams the tables to Parquet as they are made (memory flat in the log's
         # size); --tz, --start-time and telemetry rewrite finished tables, so they run in memory
-        stream = out is not None and not tz and start is None and not telemetry
+        stream = (out is not None and not tz and start is None and not telemetry
+                  and _large(paths))
         # the bar is erased when read returns or raises, before any message below
         with IngestProgress() as progress:
             if stream:
@@ -191,6 +193,28 @@ def _ingest_dataset(paths: tuple[str, ...], dataset: str, engine: str, workers: 
     if report["pending_bytes"]:
         click.echo(f"{report['pending_bytes']} byte(s) of unfinished last line(s) (no newline "
                    "yet) left for the next ingest", err=True)
+
+
+# --out streams from this much log on (a .gz counted as GZIP_RATIO times its size, stdin always):
+# below it the tables fit in memory and finishing them there is faster (measured: streaming
+# costs 1.29x the wall time of 100 MiB in memory, bench/RESULTS.md)
+STREAM_FROM_BYTES = 256 * 2**20
+GZIP_RATIO = 10
+
+
+def _large(paths: list[str]) -> bool:
+    """Whether ``paths`` hold enough log for ``--out`` to stream it."""
+    import os
+
+    from ..sources import expand
+
+    total = 0
+    for p in expand(paths):
+        if p == "-" or not os.path.isfile(p):
+            return True  # stdin (size unknown); a bad path fails in read, as usual
+        size = os.path.getsize(p)
+        total += size * GZIP_RATIO if p.endswith(".gz") else size
+    return total >= STREAM_FROM_BYTES
 
 
 def write_tables(tables: dict, out: Path) -> list[Path]:
