@@ -126,3 +126,11 @@ def test_unwritable_out_is_one_clear_line(tmp_path: Path, monkeypatch: pytest.Mo
     assert "cannot write the tables to" in r.output and "Traceback" not in r.output
     with pytest.raises(store.OutputError):
         read(log, out=blocker / "sub")
+
+
+def test_package_read_passes_out_through(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ROOT)
+    log = next(p for p in LOGS if "/corpus/" in p)
+    logs = logscope.read(log, out=tmp_path)
+    assert (tmp_path / "requests.parquet").exists()
+    assert logs["requests"].height == read(log)["requests"].height

@@ -97,6 +97,9 @@ def read_with_telemetry(paths: list[str] | tuple[str, ...] | str, engine: str = 
     return attach(logs, samples, start_time=start_time, gpus=gpus, net_of_idle=net_of_idle)
 
 
+READ_OPTIONS = ("out", "on_table", "progress", "chunk_bytes")  # logscope.ingest.read's own
+
+
 def read(paths: list[str] | tuple[str, ...] | str, engine: str = "auto", **options: Any) -> Any:
     """``logscope.read``: server logs only, as before, unless telemetry is among ``paths`` (or
     given as ``telemetry=[...]``); then :func:`read_with_telemetry`."""
@@ -104,7 +107,11 @@ def read(paths: list[str] | tuple[str, ...] | str, engine: str = "auto", **optio
 
     logs_paths, tele = split_inputs(paths)
     if not tele and not options.get("telemetry"):
-        return read_logs(paths, engine=engine)
+        return read_logs(paths, engine=engine, **{k: v for k, v in options.items()
+                                                  if k in READ_OPTIONS})
+    if options.get("out") is not None:
+        raise ValueError("out= streams server logs only: telemetry is joined to the tables in "
+                         "memory (read without out=, then write the tables)")
     return read_with_telemetry(logs_paths, engine, telemetry=tele + list(
         options.pop("telemetry", None) or []), **options)
 
