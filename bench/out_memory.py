@@ -7,8 +7,10 @@ For each size it takes the deterministic mixed log of ``bench/throughput.py`` (b
 ``bench/data/``) and runs ``logscope ingest LOG --out <temporary dir> --json`` in a fresh child,
 which prints its own high-water mark (``VmHWM`` of ``/proc/self/status``, read at exit) and wall
 time; then the ratio of the peak at the largest size to the peak at the smallest (the goal: a
-log ten times as long needs no more than 1.25 times the memory). ``--tree DIR`` runs the logscope
-of another checkout (an older revision's worktree) for a before/after.
+log ten times as long needs no more than 1.25 times the memory). The command is the user's: it
+streams from 256 MiB of log on and finishes a smaller log in memory (``cli/ingest.py``).
+``--tree DIR`` runs the logscope of another checkout (an older revision's worktree) for a
+before/after.
 """
 
 from __future__ import annotations
