@@ -302,9 +302,16 @@ def ingest_file(job: dict[str, Any]) -> dict[str, Any]:
     (the part names' ``<file-hash>``), ``out`` (the dataset directory, which every worker must
     be able to write), and ``old``, the manifest entry the file continues (or None).
     """
-    # the file's tables are streamed to a private directory of the dataset, then partitioned
-    # into it table by table (memory flat in the file's size)
-    spill = Path(job["out"]) / f".ingest-{job['fhash']}-{os.getpid()}"
+    # a large file's tables are streamed to a private directory of the dataset, then
+    # partitioned into it table by table (memory flat in the file's size); a small file's are
+    # finished in memory, which is faster (a fleet is many small files)
+    from . import store
+
+    spill: Path | None = Path(job["out"]) / f".ingest-{job['fhash']}-{os.getpid()}"
+    size = _stat(job["path"])[0]
+    if size is None or (size - job["start_byte"]) * (
+            store.GZIP_RATIO if job["path"].endswith(".gz") else 1) < store.STREAM_FROM_BYTES:
+        spill = None
     try:
         res = read_part(job["path"], job["start_byte"], job["start_line"], job["engine"],
                         job["run_offset"], spill=spill)
@@ -312,7 +319,8 @@ def ingest_file(job: dict[str, Any]) -> dict[str, Any]:
             res = _as_log(res, job["old"])
         parts = _write_tables(res, Path(job["out"]), job["fhash"], job["start_byte"])
     finally:
-        shutil.rmtree(spill, ignore_errors=True)
+        if spill is not None:
+            shutil.rmtree(spill, ignore_errors=True)
     return {"index": job["index"], "path": res["path"], "end_byte": res["end_byte"],
             "lines": res["lines"], "host": res["host"], "engines": res["engines"],
             "last_run": res["last_run"], "pending_bytes": res["pending_bytes"], "parts": parts}

@@ -75,6 +75,12 @@ class MemoryStore:
         self.parts.clear()
 
 
+# a streamed ingest costs more time than one in memory (spill writes, tables read back): the CLI's
+# --out and --dataset stream from this much log on (a .gz counted GZIP_RATIO times its size)
+STREAM_FROM_BYTES = 256 * 2**20
+GZIP_RATIO = 10
+
+
 class OutputError(Exception):
     """The output directory cannot be written (the user's to fix)."""
 

@@ -71,7 +71,7 @@ def test_several_files_out_of_name_order_and_small_blocks(tmp_path: Path,
 def test_cli_out_writes_what_the_in_memory_path_writes(tmp_path: Path,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(ROOT)
-    monkeypatch.setattr(cli_ingest, "STREAM_FROM_BYTES", 0)  # stream even a small log
+    monkeypatch.setattr(store, "STREAM_FROM_BYTES", 0)  # stream even a small log
     streamed: list[object] = []
     real_read = logscope.ingest.read
     monkeypatch.setattr(logscope.ingest, "read",
@@ -96,7 +96,7 @@ def test_cli_out_streams_large_logs_only(tmp_path: Path) -> None:
     assert not cli_ingest._large([str(small)])
     assert cli_ingest._large(["-"])
     with open(tmp_path / "big.log", "wb") as f:
-        f.truncate(cli_ingest.STREAM_FROM_BYTES)
+        f.truncate(store.STREAM_FROM_BYTES)
     assert cli_ingest._large([str(small), str(tmp_path / "big.log")])
 
 
@@ -117,7 +117,7 @@ def test_on_table_rewrites_each_finished_table(tmp_path: Path,
 
 def test_unwritable_out_is_one_clear_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(ROOT)
-    monkeypatch.setattr(cli_ingest, "STREAM_FROM_BYTES", 0)
+    monkeypatch.setattr(store, "STREAM_FROM_BYTES", 0)
     log = next(p for p in LOGS if "/corpus/" in p)
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")
@@ -134,3 +134,16 @@ def test_package_read_passes_out_through(tmp_path: Path, monkeypatch: pytest.Mon
     logs = logscope.read(log, out=tmp_path)
     assert (tmp_path / "requests.parquet").exists()
     assert logs["requests"].height == read(log)["requests"].height
+
+
+def test_dataset_part_streamed_is_the_in_memory_one(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    from logscope.dataset import read_part
+
+    monkeypatch.chdir(ROOT)
+    monkeypatch.setattr(llama_server, "CHUNK_REQUESTS", 2)
+    log = next(p for p in LOGS if "/corpus/" in p)
+    a, b = read_part(log), read_part(log, spill=tmp_path / "spill")
+    assert list(a["tables"]) == list(b["tables"]) and a["last_run"] == b["last_run"]
+    for name, lf in a["tables"].items():
+        assert_frame_equal(lf.collect(), b["tables"][name].collect())

@@ -195,17 +195,15 @@ def _ingest_dataset(paths: tuple[str, ...], dataset: str, engine: str, workers: 
                    "yet) left for the next ingest", err=True)
 
 
-# --out streams from this much log on (a .gz counted as GZIP_RATIO times its size, stdin always):
-# below it the tables fit in memory and finishing them there is faster (measured: streaming
-# costs 1.29x the wall time of 100 MiB in memory, bench/RESULTS.md)
-STREAM_FROM_BYTES = 256 * 2**20
-GZIP_RATIO = 10
 
 
 def _large(paths: list[str]) -> bool:
-    """Whether ``paths`` hold enough log for ``--out`` to stream it."""
+    """Whether ``paths`` hold enough log for ``--out`` to stream it: ``store.STREAM_FROM_BYTES``
+    (stdin always); below it the tables fit in memory and finishing them there is faster
+    (streaming measured 1.29x the wall time of 100 MiB in memory, bench/RESULTS.md)."""
     import os
 
+    from .. import store
     from ..sources import expand
 
     total = 0
@@ -213,8 +211,8 @@ def _large(paths: list[str]) -> bool:
         if p == "-" or not os.path.isfile(p):
             return True  # stdin (size unknown); a bad path fails in read, as usual
         size = os.path.getsize(p)
-        total += size * GZIP_RATIO if p.endswith(".gz") else size
-    return total >= STREAM_FROM_BYTES
+        total += size * store.GZIP_RATIO if p.endswith(".gz") else size
+    return total >= store.STREAM_FROM_BYTES
 
 
 def write_tables(tables: dict, out: Path) -> list[Path]:
