@@ -309,8 +309,8 @@ def ingest_file(job: dict[str, Any]) -> dict[str, Any]:
 
     spill: Path | None = Path(job["out"]) / f".ingest-{job['fhash']}-{os.getpid()}"
     size = _stat(job["path"])[0]
-    if size is None or (size - job["start_byte"]) * (
-            store.GZIP_RATIO if job["path"].endswith(".gz") else 1) < store.STREAM_FROM_BYTES:
+    if size is None or store.log_bytes(job["path"], size - job["start_byte"]) \
+            < store.STREAM_FROM_BYTES:
         spill = None
     try:
         res = read_part(job["path"], job["start_byte"], job["start_line"], job["engine"],

@@ -81,6 +81,11 @@ STREAM_FROM_BYTES = 256 * 2**20
 GZIP_RATIO = 10
 
 
+def log_bytes(path: str, size: int) -> int:
+    """About how much log a file of ``size`` bytes holds (a .gz counted ``GZIP_RATIO``x)."""
+    return size * GZIP_RATIO if path.endswith(".gz") else size
+
+
 class OutputError(Exception):
     """The output directory cannot be written (the user's to fix)."""
 

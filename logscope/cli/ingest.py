@@ -108,8 +108,9 @@ def ingest(paths: tuple[str, ...], out: str | None, dataset: str | None, workers
 
     try:
         paths, telemetry = split_inputs(paths)  # GPU telemetry files (docs/energy.md)
-        # --out alone streams the tables to Parquet as they are made (memory flat in the log's
-        # size); --tz, --start-time and telemetry rewrite finished tables, so they run in memory
+        # --out streams a large log's tables to Parquet as they are made (memory flat in the
+        # log's size); --tz, --start-time and telemetry rewrite finished tables, so they run in
+        # memory
         stream = (out is not None and not tz and start is None and not telemetry
                   and _large(paths))
         # the bar is erased when read returns or raises, before any message below
@@ -210,8 +211,7 @@ def _large(paths: list[str]) -> bool:
     for p in expand(paths):
         if p == "-" or not os.path.isfile(p):
             return True  # stdin (size unknown); a bad path fails in read, as usual
-        size = os.path.getsize(p)
-        total += size * store.GZIP_RATIO if p.endswith(".gz") else size
+        total += store.log_bytes(p, os.path.getsize(p))
     return total >= store.STREAM_FROM_BYTES
 
 
