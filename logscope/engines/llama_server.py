@@ -280,12 +280,13 @@ class LlamaStream(Stream):
         return _anchor_clock(table, self.anchors)
 
     def derived(self, tables: AnyTables) -> Tables:
-        if not isinstance(tables.get("task_launch"), pl.LazyFrame):
+        # server runs are independent requests-wise, so they are built a few runs at a time:
+        # the working memory of one chunk, not of the whole log (in memory as when streamed)
+        chunks = _run_chunks(tables)
+        if len(chunks) <= 1 and not isinstance(tables.get("task_launch"), pl.LazyFrame):
             return {"requests": build_requests(tables)}
-        # streamed: server runs are independent requests-wise, so they are built a few runs at
-        # a time (the working memory of one chunk, not of the whole log)
-        parts = [build_requests({k: t.filter(sel) for k, t in tables.items()})
-                 for sel in _run_chunks(tables)]
+        lazy = {k: t.lazy() for k, t in tables.items()}
+        parts = [build_requests({k: t.filter(sel) for k, t in lazy.items()}) for sel in chunks]
         return {"requests": stack(parts) if parts else build_requests(tables)}
 
 
