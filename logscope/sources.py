@@ -108,7 +108,9 @@ class Chunk:
         # as :func:`decode` counts: the lines holding a replacement, when bytes were replaced
         bad = int(lines.str.contains("\ufffd", literal=True).sum()) if replaced else 0
         capped = 0
-        if len(data) > MAX_LINE:
+        # a line of at most MAX_LINE bytes has at most as many characters: they are counted only
+        # when some line is longer in bytes
+        if len(data) > MAX_LINE and (lines.str.len_bytes() > MAX_LINE).any():
             long = lines.str.len_chars() > MAX_LINE
             capped = int(long.sum())
             if capped:
