@@ -1,0 +1,218 @@
+"""SGLang's and vLLM's window lines turned into time: each line covers the interval since the
+previous line of its kind, and is weighed by that interval, never counted as one sample.
+
+What a line's throughput is (the servers' own logging code, see the format catalogues):
+
+* SGLang ``Decode batch``: printed every ``decode_log_interval`` (40) forward steps;
+  ``gen throughput`` = the tokens generated since the previous ``Decode batch`` line ÷ the wall
+  time since it, so it also spans any prefill batch, stall or idle time in between.
+  ``#running-req`` = the requests in the decode batch when the line is printed.
+* SGLang ``Prefill batch``: ``input throughput`` = the batch's new tokens ÷ the time since the
+  previous ``Prefill batch`` line (not the batch's own speed).
+* vLLM stats line: every ~10 s, ``Avg generation throughput`` and ``Avg prompt throughput`` over
+  the interval; ``Running`` counts requests still prefilling too.
+
+:func:`decode_intervals`: one row per interval between two decode window lines of one
+(file, run, rank), ``decoding`` = the running requests, ``prefilling`` = 1 when a prefill batch
+ran inside it (SGLang: a ``Prefill batch`` line between the two; vLLM: prompt throughput > 0),
+``tokens`` = throughput × seconds, ``tps`` per stream = throughput ÷ decoding. An interval that
+spans a prefill, or is more than ``STALL_FACTOR``× the typical interval of its log (idle or a
+stall folded into the average), is flagged and kept out of per-stream figures. Timestamps
+printed to the whole second make a short interval's seconds uncertain: they only weigh the
+intervals (per-stream rates do not depend on them), and ``resolution_s`` says so.
+
+:func:`prefill_points`: SGLang's chunked prefill as depth stretches: the interval between two
+consecutive ``Prefill batch`` lines with no decode line between them is the second batch's
+compute (plus scheduling), at depth ``#cached-token`` … ``+ #new-token``.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from logscope.analysis._util import WINDOW, label_of, table, with_time
+
+STALL_FACTOR = 4.0
+MERGE_RESOLUTIONS = 10
+SPANS_PREFILL = "spans a prefill batch"
+SPANS_STALL = "spans idle or a stall (interval far longer than the log's usual)"
+SAMPLE_SCHEMA = {"label": pl.String, "file": pl.String, "run": pl.Int32, "slot": pl.Int64,
+                 "task": pl.Int64, "unit": pl.String, "decoding": pl.Int16,
+                 "prefilling": pl.Int16, "tokens": pl.Float64, "seconds": pl.Float64,
+                 "tps": pl.Float64, "flag": pl.String}
+TIMELINE_SCHEMA = {"label": pl.String, "file": pl.String, "run": pl.Int32, "t0": pl.Float64,
+                   "t1": pl.Float64, "decoding": pl.Int16, "prefilling": pl.Int16}
+PREFILL_SCHEMA = {"file": pl.String, "run": pl.Int32, "depth": pl.Float64,
+                  "depth_start": pl.Int64, "tokens": pl.Int64, "seconds": pl.Float64,
+                  "tps": pl.Float64, "solo": pl.Boolean, "source": pl.String,
+                  "exactness": pl.String}
+GROUP = ["file", "run", "slot"]
+
+
+def _lines(logs) -> tuple[pl.DataFrame, str] | None:
+    """Decode and prefill window lines of one engine, in time order, with ``t`` (s)."""
+    db, pb = table(logs, "decode_batch"), table(logs, "prefill_batch")
+    if db is not None and "gen_throughput" in db.columns \
+            and db["gen_throughput"].null_count() < db.height:
+        parts = [db.select(*GROUP, "ts", "t_rel", "line", pl.lit("d").alias("_k"),
+                           pl.col("gen_throughput").cast(pl.Float64).alias("_thr"),
+                           pl.col("running_req").cast(pl.Int64).alias("_run"),
+                           pl.lit(None, pl.Int64).alias("_new"),
+                           pl.lit(None, pl.Int64).alias("_cached"))]
+        if pb is not None:
+            parts.append(pb.select(
+                *GROUP, "ts", "t_rel", "line", pl.lit("p").alias("_k"),
+                pl.lit(None, pl.Float64).alias("_thr"),
+                (pl.col("running_req") if "running_req" in pb.columns
+                 else pl.lit(None)).cast(pl.Int64).alias("_run"),
+                (pl.col("new_token") if "new_token" in pb.columns
+                 else pl.lit(None)).cast(pl.Int64).alias("_new"),
+                (pl.col("cached_token") if "cached_token" in pb.columns
+                 else pl.lit(None)).cast(pl.Int64).alias("_cached")))
+        df, basis = with_time(pl.concat(parts, how="vertical_relaxed"))
+        return df.with_columns(pl.col("file").cast(pl.String)).sort("file", "t", "line"), \
+            basis
+    es = table(logs, "engine_stats")
+    if es is not None and "gen_throughput" in es.columns \
+            and es["gen_throughput"].null_count() < es.height:
+        df, basis = with_time(es.select(
+            *GROUP, "ts", "t_rel", "line", pl.lit("d").alias("_k"),
+            pl.col("gen_throughput").cast(pl.Float64).alias("_thr"),
+            pl.col("running_reqs").cast(pl.Int64).alias("_run"),
+            (pl.col("prompt_throughput") if "prompt_throughput" in es.columns
+             else pl.lit(None)).cast(pl.Float64).alias("_pthr"),
+            pl.lit(None, pl.Int64).alias("_new"), pl.lit(None, pl.Int64).alias("_cached")))
+        return df.with_columns(pl.col("file").cast(pl.String)).sort("file", "t", "line"), basis
+    return None
+
+
+def _intervals(logs) -> pl.DataFrame | None:
+    got = _lines(logs)
+    if got is None:
+        return None
+    df, basis = got
+    if basis != "s":          # no clock in the log: no interval can be timed
+        return None
+    g = [pl.col(c) for c in GROUP]
+    is_d = pl.col("_k") == "d"
+    df = df.with_columns(
+        # prefill lines since the previous decode line of the same group
+        (~is_d).cast(pl.Int32).cum_sum().over(GROUP).alias("_pcum"))
+    d = df.filter(is_d).with_columns(
+        pl.col("t").shift(1).over(g).alias("_t0"),
+        pl.col("_pcum").shift(1).over(g).alias("_pc0"))
+    pref = (pl.col("_pcum") > pl.col("_pc0")).fill_null(False)
+    if "_pthr" in d.columns:
+        pref = pref | (pl.col("_pthr").fill_null(0) > 0)
+    d = d.filter(pl.col("_t0").is_not_null(), pl.col("_run") > 0, pl.col("_thr").is_not_null())
+    d = d.with_columns((pl.col("t") - pl.col("_t0")).alias("seconds"), pref.alias("_pref"))
+    typical = d.filter(~pl.col("_pref"), pl.col("seconds") > 0)["seconds"].median()
+    stall = (pl.col("seconds") > STALL_FACTOR * typical) if typical else pl.lit(False)
+    return d.with_columns(
+        pl.when(pl.col("_pref")).then(pl.lit(SPANS_PREFILL))
+        .when(stall).then(pl.lit(SPANS_STALL)).alias("flag"))
+
+
+def decode_intervals(logs, label: str | None = None) -> pl.DataFrame:
+    """Window intervals as decode samples (columns of ``concurrency.decode_samples``).
+
+    Example::
+
+        decode_intervals(logscope.read("sglang.log")).filter(pl.col("flag").is_null())
+    """
+    lab = label_of(logs, label)
+    d = _intervals(logs)
+    if d is None or d.height == 0:
+        return pl.DataFrame(schema=SAMPLE_SCHEMA)
+    return d.select(
+        pl.lit(lab).alias("label"), "file", "run", "slot", pl.lit(None, pl.Int64).alias("task"),
+        pl.lit("window").alias("unit"), pl.col("_run").alias("decoding"),
+        pl.col("_pref").cast(pl.Int16).alias("prefilling"),
+        (pl.col("_thr") * pl.col("seconds")).alias("tokens"), "seconds",
+        (pl.col("_thr") / pl.col("_run")).alias("tps"), "flag",
+    ).filter(pl.col("seconds") > 0).cast(SAMPLE_SCHEMA)
+
+
+def window_timeline(logs, label: str | None = None) -> pl.DataFrame:
+    """The state timeline of a window log: one segment per interval (decoding = running
+    requests, prefilling = 1 when a prefill batch ran inside).
+
+    Example::
+
+        window_timeline(logscope.read("sglang.log"))
+    """
+    lab = label_of(logs, label)
+    d = _intervals(logs)
+    if d is None or d.height == 0:
+        return pl.DataFrame(schema=TIMELINE_SCHEMA)
+    return d.select(pl.lit(lab).alias("label"), "file", "run", pl.col("_t0").alias("t0"),
+                    pl.col("t").alias("t1"), pl.col("_run").alias("decoding"),
+                    pl.col("_pref").cast(pl.Int16).alias("prefilling")
+                    ).filter(pl.col("t1") > pl.col("t0")).cast(TIMELINE_SCHEMA)
+
+
+def resolution_s(logs) -> float | None:
+    """The timestamp resolution of a window log: 0.001 with milliseconds, 1.0 without."""
+    db = table(logs, "decode_batch")
+    if db is not None and "sg_msec" in db.columns:
+        return 0.001 if db["sg_msec"].null_count() < db.height else 1.0
+    es = table(logs, "engine_stats")
+    return 1.0 if es is not None else None
+
+
+def prefill_points(logs, label: str | None = None) -> pl.DataFrame:
+    """SGLang prefill stretches by depth from consecutive ``Prefill batch`` lines.
+
+    A stretch is the time from one ``Prefill batch`` line to the next with no ``Decode batch``
+    line between them, computing the second line's ``#new-token`` at depth ``#cached-token``
+    (``solo``: no request was decoding at either line). Consecutive chunks of one prompt are
+    merged until they span ``MERGE_RESOLUTIONS`` timestamp resolutions (10 s with whole-second
+    stamps, so the timing error is at most 10 %; a prompt shorter than that is one stretch).
+
+    Example::
+
+        prefill_points(logscope.read("sglang.log")).filter(pl.col("solo"))
+    """
+    got = _lines(logs)
+    if got is None or got[1] != "s":
+        return pl.DataFrame(schema=PREFILL_SCHEMA)
+    df, _ = got
+    if "_pthr" in df.columns:   # vLLM: no depth in its lines
+        return pl.DataFrame(schema=PREFILL_SCHEMA)
+    res = resolution_s(logs) or 1.0
+    g = [pl.col(c) for c in GROUP]
+    df = df.with_columns(pl.col("t").shift(1).over(g).alias("_tp"),
+                         pl.col("_k").shift(1).over(g).alias("_kp"),
+                         pl.col("_run").shift(1).over(g).alias("_runp"))
+    p = df.filter(pl.col("_k") == "p", pl.col("_kp") == "p", pl.col("_new") > 0,
+                  pl.col("t") > pl.col("_tp"))
+    if p.height == 0:
+        return pl.DataFrame(schema=PREFILL_SCHEMA)
+    rows = []
+    acc: dict | None = None
+    for r in p.iter_rows(named=True):
+        secs = r["t"] - r["_tp"]
+        cached = r["_cached"] or 0
+        solo = (r["_run"] or 0) == 0 and (r["_runp"] or 0) == 0
+        if (acc is not None and acc["file"] == r["file"] and acc["run"] == r["run"]
+                and acc["end"] == cached and acc["solo"] == solo
+                and acc["seconds"] < MERGE_RESOLUTIONS * res):
+            acc["tokens"] += r["_new"]
+            acc["seconds"] += secs
+            acc["end"] = cached + r["_new"]
+            continue
+        if acc is not None:
+            rows.append(acc)
+        acc = {"file": r["file"], "run": r["run"], "depth_start": cached, "solo": solo,
+               "tokens": r["_new"], "seconds": secs, "end": cached + r["_new"]}
+    if acc is not None:
+        rows.append(acc)
+    out = pl.DataFrame(rows).with_columns(
+        (pl.col("depth_start") + pl.col("tokens") / 2).cast(pl.Float64).alias("depth"),
+        (pl.col("tokens") / pl.col("seconds")).alias("tps"),
+        pl.lit("sglang:prefill_batch").alias("source"),
+        pl.lit(f"interval between Prefill batch lines ({WINDOW})").alias("exactness"))
+    return out.select(list(PREFILL_SCHEMA)).cast(PREFILL_SCHEMA)
+
+
+__all__ = ["decode_intervals", "window_timeline", "prefill_points", "resolution_s"]
