@@ -569,7 +569,7 @@ def card(logs, label: str | None = None) -> Figure:
         g = h["aggregate"]
         hl.append(f"{g['active']}-way aggregate decode "
                   f"{fmt_figure('aggregate_decode', g['mean_tps'])} t/s "
-                  f"(peak {g['peak_tps']:.2f})")
+                  f"({g['active']} decoding, all tokens ÷ seconds)")
     p = h["pressure"]
     if not p["message"]:
         hl.append(f"retracts {p['retracted']}, preemptions {p['preempted']}, other events "

@@ -176,10 +176,17 @@ def test_every_fixture_gives_output_or_a_one_line_error(log):
 
 def test_report_concurrency_table():
     j = json.loads(run("report", GPU, "--format", "json").output)
-    ag = {r["active"]: r for r in j["aggregates"]}
-    assert set(ag) == {1, 2}
-    assert ag[2]["peak_tps"] == pytest.approx(103.47 + 95.46)
-    assert "Decode throughput by concurrency" in run("report", GPU).output
+    rows = {(r["decoding"], r["prefilling"]): r for r in j["concurrency"]}
+    assert {k for k, _ in rows} == {1, 2}           # a 2-slot server: never 3 decoding
+    for r in j["concurrency"]:
+        assert set(r) >= {"decoding", "prefilling", "seconds", "per_stream_tps",
+                          "aggregate_tps", "n"}
+    # the alone row is the median exact rate of the five requests that decoded alone
+    assert rows[(1, 0)]["per_stream_tps"] == pytest.approx(290.94, rel=0.01)
+    # two decoding at once: the sum of both streams is more than one stream
+    two = rows[(2, 0)]
+    assert two["per_stream_tps"] < two["aggregate_tps"]
+    assert "Decode by concurrency" in run("report", GPU).output
 
 
 def test_engine_option():

@@ -24,14 +24,14 @@ b·depth) (for a request: its mean rate without the overhead, as the model has i
 
 :func:`decode_by_depth` groups the exact per-request decode rates by depth at the middle of
 the decode (half-octave buckets) and by how many other requests were in progress during
-it (``others``: 0 = solo).
+it (``others``: the most other requests in progress at once beside it, from
+:func:`logscope.analysis.concurrency.request_concurrency`; 0 = solo).
 """
 
 from __future__ import annotations
 
 import math
 
-import numpy as np
 import polars as pl
 
 from logscope.analysis._util import EXACT, TICK, label_of, table
@@ -123,22 +123,6 @@ def prefill_by_depth(logs, label: str | None = None, step: int | None = 2048,
                                                       "chunks": "2"})))
 
 
-def _others_during(req: pl.DataFrame, rows: pl.DataFrame) -> np.ndarray:
-    """Other requests of the run in progress during each row's [t_decode_start, t_decode_end]."""
-    out = np.zeros(rows.height, dtype=np.int64)
-    idx = rows.with_row_index("_i")
-    for (file, run), g in idx.group_by(["file", "run"]):
-        a = req.filter((pl.col("file") == file) & (pl.col("run") == run)).drop_nulls(
-            ["t_start", "t_end"])
-        starts, ends = np.sort(a["t_start"].to_numpy()), np.sort(a["t_end"].to_numpy())
-        g = g.drop_nulls(["t_decode_start", "t_decode_end"])
-        t0 = g["t_decode_start"].to_numpy() + 0.005
-        t1 = np.maximum(g["t_decode_end"].to_numpy() - 0.005, t0)
-        n = np.searchsorted(starts, t1, side="left") - np.searchsorted(ends, t0, side="right")
-        out[g["_i"].to_numpy()] = np.maximum(n - 1, 0)   # minus the request itself
-    return out
-
-
 def decode_by_depth(logs, label: str | None = None, step: int | None = None) -> pl.DataFrame:
     """Exact per-request decode t/s by depth bucket and by other requests in progress.
 
@@ -153,7 +137,12 @@ def decode_by_depth(logs, label: str | None = None, step: int | None = None) -> 
     req = table(logs, "requests")
     if dr.height == 0 or req is None:
         return pl.DataFrame(schema=DECODE_SCHEMA)
-    dr = dr.with_columns(pl.Series("others", _others_during(req, dr)))
+    from logscope.analysis.concurrency import request_concurrency
+
+    oth = request_concurrency(logs).select("file", "run", "slot", "task",
+                                           pl.col("others_max").alias("others"))
+    dr = dr.join(oth, on=["file", "run", "slot", "task"], how="left").with_columns(
+        pl.col("others").fill_null(0))
     lo, hi = _bucket_expr(pl.col("depth"), step)
     out = (dr.with_columns(depth_lo=lo, depth_hi=hi, _secs=pl.col("decode_ms") / 1000)
            .group_by("depth_lo", "depth_hi", "others")

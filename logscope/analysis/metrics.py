@@ -12,9 +12,13 @@ many requests or windows it pools), ``exactness`` and ``source``, plus figure-sp
   an ``eval time`` line (a partial log) has no token count; when no request has one, the
   plain mean of the printed values. Server windows: their mean.
 * :func:`decode_tps`: the median of the exact per-request decode rates (requests with at
-  least ``MIN_DECODE_TOKENS`` generated), else the median of server windows.
-* :func:`aggregate_decode`: the time-weighted mean and the peak of the summed decode rate
-  while the most requests decoded together (at least 2).
+  least ``MIN_DECODE_TOKENS`` generated), else the per-stream rate of server window intervals
+  (:mod:`logscope.analysis.windows`: throughput ÷ streams decoding, intervals spanning a
+  prefill or a stall left out), their median weighted by seconds.
+* :func:`aggregate_decode`: all tokens decoded ÷ seconds in the state where the most requests
+  decoded together (at least 2; with nothing prefilling when that state was seen), from
+  :func:`logscope.analysis.concurrency.concurrency`; ``peak`` = the highest aggregate of any
+  state.
 * :func:`prefill_tps`: the median exact per-request prompt rate (>= 64 computed tokens).
 """
 
@@ -106,12 +110,14 @@ def decode_tps(logs) -> dict:
             s = d["decode_tps"]
             return {"value": float(s.median()), "min": float(s.min()), "max": float(s.max()),
                     "n": d.height, "exactness": EXACT, "source": "llama:request"}
+    from logscope.analysis.concurrency import _wmedian
+    from logscope.analysis.windows import decode_intervals
+    w = decode_intervals(logs).filter(pl.col("flag").is_null(), pl.col("tps") > 0)
+    if w.height:   # per stream, each window weighed by its seconds
+        return {"value": _wmedian(w["tps"].to_numpy(), w["seconds"].to_numpy()),
+                "min": float(w["tps"].min()), "max": float(w["tps"].max()), "n": w.height,
+                "exactness": WINDOW, "source": "window intervals, per stream"}
     from logscope.analysis.decode import decode_windows
-    w = decode_windows(logs).filter(pl.col("source") != "llama:tg_3s", pl.col("tps") > 0)
-    if w.height:
-        return {"value": float(w["tps"].median()), "min": float(w["tps"].min()),
-                "max": float(w["tps"].max()), "n": w.height, "exactness": WINDOW,
-                "source": w["source"][0]}
     t3 = decode_windows(logs).filter(pl.col("source") == "llama:tg_3s", pl.col("tps") > 0)
     if t3.height:   # a pasted excerpt: only the per-slot ~3 s windows
         return {"value": float(t3["tps"].median()), "min": float(t3["tps"].min()),
@@ -144,15 +150,16 @@ def aggregate_decode(logs) -> dict:
 
         aggregate_decode(logscope.read("server.log"))   # {"value": 127.37, "active": 2, …}
     """
-    from logscope.analysis.decode import aggregate_summary, decode_aggregate
+    from logscope.analysis.concurrency import concurrency
 
-    agg = aggregate_summary(decode_aggregate(logs)).filter(pl.col("active") >= 2)
-    if agg.height == 0:
-        return _none(active=None, peak=None, seconds=None)
-    top = agg.sort("active").row(-1, named=True)
-    return {"value": top["mean_tps"], "n": top["n"], "exactness": top["exactness"],
-            "source": top["source"], "active": top["active"], "peak": top["peak_tps"],
-            "seconds": top["seconds"]}
+    c = concurrency(logs).filter(pl.col("decoding") >= 2, pl.col("aggregate_tps").is_not_null())
+    if c.height == 0:
+        return _none(active=None, peak=None, seconds=None, prefilling=None)
+    top = c.sort("decoding", pl.col("prefilling").cast(pl.Int32) * -1).row(-1, named=True)
+    return {"value": top["aggregate_tps"], "n": top["n"], "exactness": top["exactness"],
+            "source": top["source"], "active": int(top["decoding"]),
+            "prefilling": int(top["prefilling"]),
+            "peak": float(c["aggregate_tps"].max()), "seconds": top["seconds"]}
 
 
 FIGURES = {

@@ -45,7 +45,7 @@ from pathlib import Path
 import polars as pl
 
 from logscope.analysis._util import EXACT, WINDOW, label_of, table
-from logscope.analysis.decode import aggregate_summary, decode_aggregate
+from logscope.analysis.concurrency import concurrency
 from logscope.analysis.depth import decode_by_depth, depth_label, prefill_by_depth
 from logscope.analysis.metrics import (
     MIN_DECODE_TOKENS,
@@ -304,7 +304,8 @@ def headline(logs, at: tuple[int, ...] | list[int] | None = None) -> dict:
            "accepted": r["accepted"], "generated": r["generated"], "mean_len_how": m["how"]}
     g = aggregate_decode(logs)
     agg_d = None if g["value"] is None else {
-        "active": g["active"], "mean_tps": g["value"], "peak_tps": g["peak"],
+        "active": g["active"], "prefilling": g["prefilling"], "mean_tps": g["value"],
+        "peak_tps": g["peak"],
         "exactness": g["exactness"], "n": g["n"], "seconds": g["seconds"]}
     return {"prefill_fit": fit, "prefill_points": pts.height, "decode": dec,
             "acceptance": acc, "aggregate": agg_d, "pressure": pressure_summary(logs),
@@ -325,12 +326,12 @@ def build_report(logs_list: list, labels: list[str] | None = None,
     labels = labels or [None] * len(logs_list)
     out: dict = {"bench": [], "prefill_by_depth": [], "depth_profile": [],
                  "decode_by_depth": [], "time_budget": [], "cards": {}, "headline": {},
-                 "aggregates": []}
+                 "concurrency": []}
     for logs, lab in zip(logs_list, labels, strict=True):
         name = label_of(logs, lab)
         h = headline(logs, at=at)
         fit = h["prefill_fit"]
-        out["aggregates"].append(aggregate_summary(decode_aggregate(logs, name)))
+        out["concurrency"].append(concurrency(logs, name))
         out["bench"].append(bench_table(logs, name))
         out["bench"].append(window_table(logs, name))
         out["prefill_by_depth"].append(prefill_by_depth(logs, name, fit=fit))
@@ -340,7 +341,7 @@ def build_report(logs_list: list, labels: list[str] | None = None,
         out["cards"][name] = config_card(logs)
         out["headline"][name] = h
     for k in ("bench", "prefill_by_depth", "depth_profile", "decode_by_depth", "time_budget",
-              "aggregates"):
+              "concurrency"):
         out[k] = pl.concat(out[k])
     return out
 
@@ -436,7 +437,9 @@ def render(rep: dict, fmt: str = "md") -> str:
             "prefill_by_depth": rep["prefill_by_depth"].to_dicts(),
             "decode_by_depth": rep["decode_by_depth"].to_dicts(),
             "time_budget": rep["time_budget"].to_dicts(),
-            "aggregates": rep["aggregates"].to_dicts(),
+            "concurrency": rep["concurrency"].select(
+                "label", "decoding", "prefilling", "seconds", "per_stream_tps",
+                "aggregate_tps", "n", "exactness").to_dicts(),
             "cards": rep["cards"], "headline": rep["headline"]}), indent=2, default=str)
     if fmt != "md":
         raise ValueError(f"unknown format {fmt!r}")
@@ -460,7 +463,7 @@ def render(rep: dict, fmt: str = "md") -> str:
         if h["decode"]:
             d = h["decode"]
             what = {EXACT: "per request (exact)",
-                    WINDOW: "server windows (all running requests, window average)"}.get(
+                    WINDOW: "per stream (server window intervals, weighted by time)"}.get(
                 d["exactness"], f"{d['exactness']}")
             lines.append(f"- decode t/s {what}: median {fmt_figure('decode_tps', d['median'])},"
                          f" range {_fmt(d['min'])}–{_fmt(d['max'])}, n = {d['n']}")
@@ -473,10 +476,10 @@ def render(rep: dict, fmt: str = "md") -> str:
         if h["aggregate"]:
             g = h["aggregate"]
             lines.append(f"- {g['active']}-way aggregate decode: "
-                         f"{fmt_figure('aggregate_decode', g['mean_tps'])} t/s mean, "
-                         f"{_fmt(g['peak_tps'])} peak ({g['exactness']}, "
-                         + (f"{g['seconds']:.1f} s with {g['active']} decoding)"
-                            if g["seconds"] is not None else f"{g['n']} windows)"))
+                         f"{fmt_figure('aggregate_decode', g['mean_tps'])} t/s "
+                         f"(all tokens ÷ {_fmt(g['seconds'], 1)} s with {g['active']} "
+                         f"decoding{' and one prefilling' if g['prefilling'] else ''}; "
+                         f"{g['exactness']})")
         p = h["pressure"]
         lines.append(f"- pressure: {p['message']}" if p["message"] else
                      f"- pressure: events {p['events'] or 'none'}"
@@ -520,16 +523,18 @@ def render(rep: dict, fmt: str = "md") -> str:
             [[r["label"], depth_label(r["depth_lo"], r["depth_hi"]), r["others"], r["n"],
               r["tps"], f"{r['tps_min']:,.2f}–{r['tps_max']:,.2f}", r["tokens_per_step"]]
              for r in dd.iter_rows(named=True)]))
-    ag = rep["aggregates"]
-    if ag.height:
-        parts.append("\n## Decode throughput by concurrency (aggregate over requests decoding "
-                     "together)\n")
+    cc = rep["concurrency"]
+    if cc.height:
+        parts.append("\n## Decode by concurrency (state = requests decoding, prefilling at once; "
+                     "per stream = one request's decode t/s in that state; aggregate = all "
+                     "tokens decoded in it ÷ its seconds; 1 decoding, 0 prefilling = alone on "
+                     "the GPU)\n")
         parts.append(_md_table(
-            ["label", "decoding together", "mean t/s", "peak t/s", "time (s) / windows",
-             "exactness"],
-            [[r["label"], r["active"], r["mean_tps"], r["peak_tps"],
-              _fmt(r["seconds"], 1) if r["seconds"] is not None else f"{r['n']} windows",
-              r["exactness"]] for r in ag.iter_rows(named=True)]))
+            ["label", "decoding", "prefilling", "seconds", "per stream t/s", "aggregate t/s",
+             "n", "exactness"],
+            [[r["label"], r["decoding"], r["prefilling"], _fmt(r["seconds"], 1),
+              r["per_stream_tps"], r["aggregate_tps"], r["n"], r["exactness"]]
+             for r in cc.iter_rows(named=True)]))
     tb = rep["time_budget"]
     if tb.height:
         parts.append("\n## Where the time went (server clock; busy = requests in progress)\n")
