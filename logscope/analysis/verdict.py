@@ -1,0 +1,364 @@
+"""The verdict of an A/B comparison: per question, B against A, by how much, how sure.
+
+:func:`verdict` answers, for two series (logs of config A and config B):
+
+* ``decode_per_stream``: one stream's decode t/s in matched concurrency states. Units:
+  llama-server requests (exact per request), each in the stratum of the state it decoded in
+  most (:func:`logscope.analysis.concurrency.request_concurrency`) and the octave of its depth
+  at decode start (decode slows with depth: 170 t/s shallow against 5–20 t/s at 16k on the CPU
+  runs); SGLang/vLLM window intervals by state (per stream, weighted by seconds). Per stratum
+  seen on both sides, the ratio of the medians; the strata's log-ratios are averaged weighted
+  by the smaller side's count, so a run that happened to be more concurrent, or deeper, is not
+  called slower. ``a`` and ``b`` are the medians over the matched units.
+* ``decode_aggregate``: all tokens decoded ÷ seconds in the most concurrent state both reached
+  (nothing prefilling), from :func:`logscope.analysis.concurrency.decode_samples`.
+* ``prefill``: solo prefill stretches (chunks between progress lines, whole prompts, SGLang
+  prefill intervals) in half-octave depth buckets both sides measured; per bucket the ratio of
+  the medians, weighted like decode.
+* ``acceptance`` and ``mean_accepted_length``: pooled accepted ÷ drafted and tokens ÷ steps.
+* ``energy_per_token``: decode joules per generated token (telemetry given); lower is better.
+* ``stalls``: the mean wait of a request between launch and its prompt's compute (prompt-cache
+  saves and loads, a blocked server loop); lower is better.
+
+Each answer carries the two values, ``n`` (units per side), the ratio B/A, a 95 % bootstrap
+interval (units resampled within their state or bucket on each side, ``REPS`` times, seeded:
+the same input gives the same interval) and a plain sentence. Fewer than ``MIN_N`` units on a
+side gives no verdict, with the reason.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import polars as pl
+
+from logscope.analysis._util import label_of, table
+
+QUESTIONS = ("decode_per_stream", "decode_aggregate", "prefill", "acceptance",
+             "mean_accepted_length", "energy_per_token", "stalls")
+MIN_N = 3
+REPS = 2000
+SEED = 20261205
+MIN_PREFILL_TOKENS = 64
+DEPTH_STRATA = 100   # a decode stratum is (streams decoding, depth octave at decode start)
+
+
+def _depth_index(depth: pl.Expr) -> pl.Expr:
+    """The octave of a context depth (below 512 tokens: 0), a decode stratum's second half."""
+    return (depth.clip(lower_bound=256).log(2) - 8).floor().cast(pl.Int64)
+
+
+# ---------------------------------------------------------------------------------------------
+# units: (stratum, value, weight) per side
+# ---------------------------------------------------------------------------------------------
+
+def _decode_units(logs) -> tuple[pl.DataFrame, str]:
+    """Per-stream decode units: stratum = decoding streams, value = t/s, weight."""
+    from logscope.analysis.concurrency import decode_samples, request_concurrency
+    from logscope.analysis.metrics import MIN_DECODE_TOKENS
+
+    rc = request_concurrency(logs).filter(pl.col("gen_tokens") >= MIN_DECODE_TOKENS,
+                                          pl.col("decode_tps").is_not_null(),
+                                          pl.col("decoding").is_not_null())
+    if rc.height:
+        req = table(logs, "requests").select(
+            pl.col("file").cast(pl.String), "run", "slot", "task",
+            (pl.col("cached_tokens").clip(lower_bound=0).fill_null(0)
+             + pl.col("prompt_tokens").fill_null(0)).alias("_depth"))
+        rc = rc.join(req.cast({"run": pl.Int32}), on=["file", "run", "slot", "task"],
+                     how="left")
+        return rc.select((pl.col("decoding").cast(pl.Int64) * DEPTH_STRATA
+                          + _depth_index(pl.col("_depth"))).alias("stratum"),
+                         pl.col("decode_tps").alias("value"),
+                         pl.lit(1.0).alias("weight")), "requests"
+    w = decode_samples(logs).filter(pl.col("flag").is_null(), pl.col("tps") > 0,
+                                    pl.col("unit") == "window")
+    return w.select(pl.col("decoding").cast(pl.Int64).alias("stratum"),
+                    pl.col("tps").alias("value"), pl.col("seconds").alias("weight")), "windows"
+
+
+def _prefill_units(logs) -> pl.DataFrame:
+    from logscope.analysis.depth import _bucket_expr
+    from logscope.analysis.prefill import prefill_curve
+
+    pts = prefill_curve(logs)
+    if pts.height:
+        pts = pts.filter(~pl.col("shared").fill_null(False), pl.col("tokens") >= 64,
+                         pl.col("seconds") > 0)
+    lo, _ = _bucket_expr(pl.col("depth"), None)
+    return pts.select(lo.alias("stratum"), pl.col("tps").alias("value"),
+                      pl.lit(1.0).alias("weight"))
+
+
+# ---------------------------------------------------------------------------------------------
+# estimators and the bootstrap
+# ---------------------------------------------------------------------------------------------
+
+def _wmedian(v: np.ndarray, w: np.ndarray) -> float:
+    from logscope.analysis.concurrency import _wmedian
+    return _wmedian(v, w)
+
+
+def _strata(df: pl.DataFrame) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    return {int(k[0]): (g["value"].to_numpy(), g["weight"].to_numpy())
+            for k, g in df.group_by("stratum")}
+
+
+def _matched_ratio(a: pl.DataFrame, b: pl.DataFrame, rng: np.random.Generator
+                   ) -> dict | None:
+    """Stratified ratio of medians B/A, its bootstrap interval, and the pooled medians."""
+    sa, sb = _strata(a), _strata(b)
+    common = sorted(set(sa) & set(sb))
+    if not common:
+        return None
+    wts = np.array([min(len(sa[k][0]), len(sb[k][0])) for k in common], dtype=float)
+    na = int(sum(len(sa[k][0]) for k in common))
+    nb = int(sum(len(sb[k][0]) for k in common))
+
+    def est(pa, pb):
+        lr = [math.log(_wmedian(*pb[k]) / _wmedian(*pa[k])) for k in common]
+        return math.exp(float(np.dot(wts, lr) / wts.sum()))
+
+    ratio = est(sa, sb)
+    boots = []
+    for _ in range(REPS):
+        ra, rb = {}, {}
+        for k in common:
+            for src, dst in ((sa, ra), (sb, rb)):
+                v, w = src[k]
+                i = rng.integers(0, len(v), len(v))
+                dst[k] = (v[i], w[i])
+        boots.append(est(ra, rb))
+    lo, hi = np.percentile(boots, [2.5, 97.5])
+    va = _wmedian(np.concatenate([sa[k][0] for k in common]),
+                  np.concatenate([sa[k][1] for k in common]))
+    vb = _wmedian(np.concatenate([sb[k][0] for k in common]),
+                  np.concatenate([sb[k][1] for k in common]))
+    return {"a": va, "b": vb, "ratio": ratio, "ci95": [float(lo), float(hi)], "n": [na, nb],
+            "strata": common}
+
+
+def _pooled_ratio(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray],
+                  rng: np.random.Generator) -> dict:
+    """Ratio of pooled Σnum/Σden between sides, bootstrap over units."""
+    def val(num, den):
+        return float(num.sum() / den.sum()) if den.sum() > 0 else float("nan")
+    va, vb = val(*a), val(*b)
+    boots = []
+    for _ in range(REPS):
+        ia = rng.integers(0, len(a[0]), len(a[0]))
+        ib = rng.integers(0, len(b[0]), len(b[0]))
+        x, y = val(a[0][ia], a[1][ia]), val(b[0][ib], b[1][ib])
+        if x > 0 and math.isfinite(y):
+            boots.append(y / x)
+    ci = [float(v) for v in np.percentile(boots, [2.5, 97.5])] if boots else None
+    return {"a": va, "b": vb, "ratio": vb / va if va > 0 else None, "ci95": ci,
+            "n": [len(a[0]), len(b[0])]}
+
+
+# ---------------------------------------------------------------------------------------------
+# the sentences
+# ---------------------------------------------------------------------------------------------
+
+def _ci_text(r: dict) -> str:
+    ci = r.get("ci95")
+    ci_s = f"95 % CI {ci[0]:.2f}–{ci[1]:.2f}, " if ci else ""
+    return f"({ci_s}n {r['n'][0]}/{r['n'][1]})"
+
+
+def _sentence(q: str, r: dict, names: tuple[str, str], what: str,
+              lower_is_better: bool = False) -> str:
+    a, b = names
+    ratio, ci = r["ratio"], r.get("ci95")
+    if ratio is None or not math.isfinite(ratio):
+        return f"{what}: no verdict ({r.get('why', 'no ratio')})"
+    if ci and ci[0] <= 1 <= ci[1]:
+        return (f"{what}: no clear difference between {b} and {a} (ratio {ratio:.2f} "
+                + _ci_text(r)[1:])
+    better = ratio < 1 if lower_is_better else ratio > 1
+    if q in ("decode_per_stream", "decode_aggregate", "prefill"):
+        verb = {"decode_per_stream": "decodes", "decode_aggregate": "decodes in aggregate",
+                "prefill": "prefills"}[q]
+        tail = {"decode_per_stream": " per stream", "decode_aggregate": "",
+                "prefill": ""}[q]
+        if ratio >= 1:
+            return f"{b} {verb} {ratio:.2f}× faster{tail} than {a} " + _ci_text(r)
+        return f"{a} {verb} {1 / ratio:.2f}× faster{tail} than {b} (ratio {ratio:.2f}, " \
+            + _ci_text(r)[1:]
+    word = "better" if better else "worse"
+    return f"{what}: {b} {word} than {a}, ratio {ratio:.2f} " + _ci_text(r)
+
+
+def _row(q: str, r: dict | None, names: tuple[str, str], what: str, why: str = "",
+         lower_is_better: bool = False) -> dict:
+    if r is None:
+        return {"question": q, "a": None, "b": None, "ratio": None, "ci95": None,
+                "n": [0, 0], "sentence": f"{what}: no verdict ({why})"}
+    if min(r["n"]) < MIN_N:
+        return {"question": q, "a": r["a"], "b": r["b"], "ratio": None, "ci95": None,
+                "n": r["n"], "sentence": f"{what}: no verdict (n {r['n'][0]}/{r['n'][1]}: "
+                f"fewer than {MIN_N} on a side)"}
+    out = {"question": q, "a": r["a"], "b": r["b"], "ratio": r["ratio"], "ci95": r["ci95"],
+           "n": r["n"]}
+    out["sentence"] = _sentence(q, r, names, what, lower_is_better)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# the questions
+# ---------------------------------------------------------------------------------------------
+
+def _decode_per_stream(a, b, names, rng) -> dict:
+    (ua, ka), (ub, kb) = _decode_units(a), _decode_units(b)
+    what = "decode per stream"
+    if ua.height == 0 or ub.height == 0:
+        return _row("decode_per_stream", None, names, what,
+                    "no decode figures on " + (names[0] if ua.height == 0 else names[1]))
+    r = _matched_ratio(ua, ub, rng)
+    if r is None:
+        return _row("decode_per_stream", None, names, what,
+                    "no concurrency state seen on both sides")
+    row = _row("decode_per_stream", r, names, what)
+    ks = sorted({k // DEPTH_STRATA for k in r["strata"]}) if ka == "requests" else r["strata"]
+    row["states"] = [f"{k} decoding" for k in ks]
+    row["units"] = ka if ka == kb else f"{ka} / {kb}"
+    return row
+
+
+def _decode_aggregate(a, b, names, rng) -> dict:
+    from logscope.analysis.concurrency import decode_samples
+    what = "aggregate decode"
+
+    def units(lg):
+        s = decode_samples(lg).filter(pl.col("prefilling") == 0, pl.col("seconds") > 0)
+        # state seconds: a request piece's seconds are the state's; k pieces share them
+        return s.with_columns(pl.when(pl.col("unit") == "request")
+                              .then(pl.col("seconds") / pl.col("decoding"))
+                              .otherwise(pl.col("seconds")).alias("_state_s"))
+    sa, sb = units(a), units(b)
+    common = set(sa["decoding"].to_list()) & set(sb["decoding"].to_list())
+    common.discard(1)
+    if not common:
+        return _row("decode_aggregate", None, names, what,
+                    "no state with 2 or more streams decoding on both sides")
+    k = max(common)
+    ga, gb = sa.filter(pl.col("decoding") == k), sb.filter(pl.col("decoding") == k)
+    r = _pooled_ratio((ga["tokens"].to_numpy(), ga["_state_s"].to_numpy()),
+                      (gb["tokens"].to_numpy(), gb["_state_s"].to_numpy()), rng)
+    row = _row("decode_aggregate", r, names, f"aggregate decode with {k} decoding")
+    row["states"] = [f"{k} decoding"]
+    return row
+
+
+def _prefill(a, b, names, rng) -> dict:
+    ua, ub = _prefill_units(a), _prefill_units(b)
+    what = "prefill"
+    if ua.height == 0 or ub.height == 0:
+        return _row("prefill", None, names, what, "no solo prefill stretch on "
+                    + (names[0] if ua.height == 0 else names[1]))
+    r = _matched_ratio(ua, ub, rng)
+    if r is None:
+        return _row("prefill", None, names, what, "no depth bucket measured on both sides")
+    row = _row("prefill", r, names, "prefill at matched depths")
+    row["depths"] = r["strata"]
+    return row
+
+
+def _acceptance(lg) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    from logscope.analysis.spec import acceptance_requests, acceptance_windows
+    r = acceptance_requests(lg)
+    if r.height:
+        steps = (r["gen_tokens"].cast(pl.Float64) / r["mean_len"]).to_numpy()
+        return (r["accepted"].cast(pl.Float64).to_numpy(),
+                r["generated"].cast(pl.Float64).to_numpy(),
+                np.vstack([r["gen_tokens"].cast(pl.Float64).fill_null(np.nan).to_numpy(),
+                           steps]))
+    w = acceptance_windows(lg).drop_nulls("rate")
+    if w.height:
+        ml = w["mean_len"].fill_null(np.nan).to_numpy()
+        return (w["rate"].to_numpy(), np.ones(w.height), np.vstack([ml, np.ones(w.height)]))
+    return None
+
+
+def _spec_rows(a, b, names, rng) -> list[dict]:
+    xa, xb = _acceptance(a), _acceptance(b)
+    if xa is None or xb is None:
+        if xa is None and xb is None:
+            why = "neither side drafts"
+        else:
+            who = names[1] if xa is None else names[0]
+            why = f"only {who} drafts: compare decode per stream for the draft's worth"
+        return [_row("acceptance", None, names, "draft acceptance", why),
+                _row("mean_accepted_length", None, names, "mean accepted length", why)]
+    acc = _pooled_ratio((xa[0], xa[1]), (xb[0], xb[1]), rng)
+    out = [_row("acceptance", acc, names, "draft acceptance")]
+    ma = xa[2][:, np.isfinite(xa[2]).all(axis=0)]
+    mb = xb[2][:, np.isfinite(xb[2]).all(axis=0)]
+    if ma.shape[1] and mb.shape[1]:
+        ml = _pooled_ratio((ma[0], ma[1]), (mb[0], mb[1]), rng)
+        out.append(_row("mean_accepted_length", ml, names, "mean accepted length"))
+    else:
+        out.append(_row("mean_accepted_length", None, names, "mean accepted length",
+                        "no token counts per step"))
+    return out
+
+
+def _energy(a, b, names, rng) -> dict:
+    what = "decode energy per token"
+
+    def units(lg):
+        req = table(lg, "requests")
+        if req is None or "decode_energy_j" not in req.columns:
+            return None
+        r = req.filter(pl.col("decode_energy_j").is_not_null(), pl.col("gen_tokens") > 0)
+        if r.height == 0:
+            return None
+        return (r["decode_energy_j"].to_numpy(), r["gen_tokens"].cast(pl.Float64).to_numpy())
+    ea, eb = units(a), units(b)
+    if ea is None or eb is None:
+        return _row("energy_per_token", None, names, what,
+                    "no GPU telemetry joined to " + (names[0] if ea is None else names[1]))
+    row = _row("energy_per_token", _pooled_ratio(ea, eb, rng), names,
+               what + " (J/token)", lower_is_better=True)
+    return row
+
+
+def _stalls(a, b, names, rng) -> dict:
+    from logscope.analysis.timeline import request_times
+    what = "stall time per request"
+
+    def units(lg):
+        rt = request_times(lg).drop_nulls("wait_s")
+        return None if rt.height == 0 else (rt["wait_s"].to_numpy(), np.ones(rt.height))
+    sa, sb = units(a), units(b)
+    if sa is None or sb is None:
+        return _row("stalls", None, names, what,
+                    "the log gives no per-request launch and prompt times (llama-server only)")
+    r = _pooled_ratio(sa, sb, rng)
+    if r["a"] < 0.01 and r["b"] < 0.01:
+        return {"question": "stalls", "a": r["a"], "b": r["b"], "ratio": None, "ci95": None,
+                "n": r["n"], "sentence": f"{what}: none worth a verdict on either side "
+                f"(mean {1000 * r['a']:.1f} ms / {1000 * r['b']:.1f} ms)"}
+    return _row("stalls", r, names, what + " (s, mean)", lower_is_better=True)
+
+
+def verdict(logs_a, logs_b, names: tuple[str, str] | list[str] | None = None) -> list[dict]:
+    """B against A, one row per question (see the module docstring).
+
+    Example::
+
+        for v in verdict(logscope.read("a.log"), logscope.read("b.log"), ("f16", "q8")):
+            print(v["sentence"])
+    """
+    names = tuple(names) if names else (label_of(logs_a), label_of(logs_b))
+    rng = np.random.default_rng(SEED)
+    rows = [_decode_per_stream(logs_a, logs_b, names, rng),
+            _decode_aggregate(logs_a, logs_b, names, rng),
+            _prefill(logs_a, logs_b, names, rng)]
+    rows += _spec_rows(logs_a, logs_b, names, rng)
+    rows += [_energy(logs_a, logs_b, names, rng), _stalls(logs_a, logs_b, names, rng)]
+    return rows
+
+
+__all__ = ["verdict", "QUESTIONS", "MIN_N"]
