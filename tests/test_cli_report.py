@@ -13,6 +13,7 @@ from click.testing import CliRunner
 import logscope
 from logscope.analysis.compare import compare_metrics
 from logscope.analysis.report import bench_table, bucket, build_report, depth_bucket, render
+from logscope.analysis.verdict import QUESTIONS
 from logscope.cli import cli
 from tests.conftest import CORPUS
 
@@ -71,8 +72,10 @@ def test_compare_deltas_match_api(tmp_path):
             "--plot", str(out))
     assert r.exit_code == 0, r.output
     body = r.output.split("\nwrote")[0]
-    body = body[body.index("["):]   # after the workload warnings (stderr, mixed in here)
-    rows = {x["metric"]: x for x in json.loads(body)}
+    body = body[body.index("{"):]   # after the workload warnings (stderr, mixed in here)
+    j = json.loads(body)
+    assert [v["question"] for v in j["verdict"]] == list(QUESTIONS)
+    rows = {x["metric"]: x for x in j["rows"]}
     api = compare_metrics([logscope.read(GPU), logscope.read(SPEC)], ["gpu", "spec"])
     dec = api.filter(pl.col("metric") == "decode t/s, median per request (exact)").row(
         0, named=True)
@@ -85,6 +88,7 @@ def test_compare_deltas_match_api(tmp_path):
     assert out.stat().st_size > 10_000
     md = run("compare", GPU, SPEC)
     assert md.exit_code == 0 and "| metric |" in md.output and "%" in md.output
+    assert md.stdout.startswith("## Verdict")
 
 
 def test_plot_and_card_commands_write_files(tmp_path):

@@ -168,15 +168,19 @@ def test_csv_and_json_are_rounded_like_the_server():
 
 def test_compare_shows_n_shared_markers_and_warns():
     a, b = logscope.read(str(H200)), logscope.read(str(GPU))
-    df = compare_metrics([a, b], ["spec", "q8"])
-    tg = df.filter(pl.col("metric") == "tg512 @ d4096 bucket t/s").row(0, named=True)
-    assert tg["n spec"] == "1* (1 shared) ⚠"      # not sold as a single-stream figure
+    df = compare_metrics([a, b], ["spec", "q8"], all_rows=True)
+    tg = df.filter(pl.col("metric") == "tg~600 @ d~5k t/s").row(0, named=True)
+    assert (tg["n spec"], tg["shared spec"]) == (1, 1)   # not a solo row: not sold as one
+    # without --all, rows a log measured fewer than 3 times are left out
+    few = compare_metrics([a, b], ["spec", "q8"])
+    assert "tg~600 @ d~5k t/s" not in few["metric"].to_list()
+    assert ((few["n spec"] >= 3) | few["n spec"].is_null()).all()
     assert workload_differences([a, b], ["spec", "q8"])
-    strict = compare_metrics([a, b], ["spec", "q8"], strict=True)
+    strict = compare_metrics([a, b], ["spec", "q8"], strict=True, all_rows=True)
     assert strict.height and all(m.endswith("t/s, solo") for m in strict["metric"])
-    r = CliRunner().invoke(cli, ["compare", str(H200), str(GPU), "--strict"])
+    r = CliRunner().invoke(cli, ["compare", str(H200), str(GPU), "--strict", "--all"])
     assert r.exit_code == 0 and "warning: workloads differ" in r.stderr
-    assert "(n=" in r.stdout
+    assert "(n=" not in r.stdout and "| n " in r.stdout   # n once, in its own column
 
 
 # -- impossible values -------------------------------------------------------------------------

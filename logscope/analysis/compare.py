@@ -1,21 +1,22 @@
-"""Side-by-side comparison of several logs: the same metrics, like with like, deltas and %.
+"""Side-by-side comparison of several logs: the detail rows under the verdict.
 
-:func:`compare_metrics` returns one row per metric with a column per label (the value), an
-``n <label>`` column (how many requests or stretches, ``*`` = fewer than 3, ``k shared`` =
-ran alongside another request), then for every label after the first ``Δ <label>`` (its value
-minus the first's) and ``% <label>`` (100·Δ / first). Metrics:
+The verdict (:mod:`logscope.analysis.verdict`) answers "is B faster than A, by how much, how
+sure"; :func:`compare_metrics` gives the rows beneath it: one row per metric with a column per
+label (the value), an integer ``n <label>`` column (how many requests or windows), a
+``shared <label>`` column (how many of them ran alongside another request), then for every label
+after the first ``Δ <label>`` (its value minus the first's) and ``% <label>`` (100·Δ / first).
+Metrics:
 
-* the prefill model's marginal t/s 1/(a + b·d) at the depths both fits may predict
-  (inside each log's measured depths, ×1.25);
 * the headline figures of :mod:`logscope.analysis.metrics` (decode t/s median, aggregate,
-  acceptance rate, mean accepted length), retracts and preemptions;
-* every bench bucket (``pp``/``tg`` size @ depth) the logs share. A bucket is compared solo
-  with solo when every log has requests in it that ran alone; otherwise all its requests
-  count and the ``n`` column says how many shared the GPU.
+  acceptance rate, mean accepted length), retracts and preemptions (counts);
+* every bench bucket the logs share, labelled as the report labels it (the first log's
+  ``test``). A bucket is compared solo with solo when every log has requests in it that ran
+  alone; otherwise all its requests count and ``shared`` says how many shared the GPU.
 
-``strict=True`` keeps only the bench buckets every log measured solo: nothing pooled over
-different workloads. :func:`workload_differences` says in words where the workloads differ
-(prompt sizes, depths, concurrency); ``compare`` prints it as a warning.
+Bucket rows are kept only where every log measured them with ``n`` >= 3, unless
+``all_rows=True``; the headline rows are always kept. ``strict=True`` keeps only the bench
+buckets every log measured solo. :func:`workload_differences` says in words where the
+workloads differ (prompt sizes, depths, concurrency); ``compare`` prints it as a warning.
 """
 
 from __future__ import annotations
@@ -27,46 +28,38 @@ from logscope.analysis.metrics import MIN_PREFILL_TOKENS, measured_requests
 from logscope.analysis.report import bench_table, headline
 from logscope.telemetry.report import energy_metrics
 
+COUNTS = ("retracts", "preemptions")   # metrics that are counts: integers, never floats
+MIN_N = 3
 
-def _n(n: int | None, shared: int | None = None) -> str | None:
-    if n is None:
-        return None
-    s = f"{n}*" if n < 3 else str(n)
-    return s + (f" ({shared} shared)" if shared else "")
+Metric = tuple[float | None, int | None, int | None]   # value, n, shared
 
 
-def _metrics(logs, at) -> dict[str, tuple[float | None, str | None]]:
+def _metrics(logs, at) -> dict[str, Metric]:
     h = headline(logs, at=at)
-    m: dict[str, tuple[float | None, str | None]] = {}
-    fit = h["prefill_fit"]
-    for d, v in fit["predict"].items():
-        m[f"prefill t/s @ depth {d:,} (model)"] = (
-            v, f"{fit['n']} {fit['basis']}" if v is not None else None)
+    m: dict[str, Metric] = {}
     d = h["decode"]
     m["decode t/s, median per request (exact)"] = \
-        (d["median"], _n(d["n"])) if d and d["exactness"] == EXACT else (None, None)
+        (d["median"], d["n"], None) if d and d["exactness"] == EXACT else (None, None, None)
     m["decode t/s, median server window"] = \
-        (d["median"], _n(d["n"])) if d and d["exactness"] != EXACT else (None, None)
+        (d["median"], d["n"], None) if d and d["exactness"] != EXACT else (None, None, None)
     g = h["aggregate"]
     m["aggregate decode t/s (most concurrent)"] = \
-        (g["mean_tps"], f"{g['active']} decoding") if g else (None, None)
+        (g["mean_tps"], g["n"], None) if g else (None, None, None)
     a = h["acceptance"]
-    m["draft acceptance rate"] = (a["rate"], _n(a["n"]) if a["n"] else None)
-    m["mean accepted length"] = (a["mean_len"], _n(a["n"]) if a["n"] else None)
+    m["draft acceptance rate"] = (a["rate"], a["n"] or None, None)
+    m["mean accepted length"] = (a["mean_len"], a["n"] or None, None)
     p = h["pressure"]
-    m["retracts"] = (float(p["retracted"]), None)
-    m["preemptions"] = (float(p["preempted"]), None)
-    m.update(energy_metrics(h.get("energy")))  # GPU telemetry given (docs/energy.md)
+    m["retracts"] = (float(p["retracted"]), None, None)
+    m["preemptions"] = (float(p["preempted"]), None, None)
+    for k, (v, _note) in energy_metrics(h.get("energy")).items():  # GPU telemetry given
+        m[k] = (v, None, None)
     return m
 
 
-def _key(kind: str, tb: int, db: int) -> str:
-    return f"{kind}{tb} @ d{db} bucket"
-
-
 def compare_metrics(logs_list: list, labels: list[str] | None = None, strict: bool = False,
-                    at: tuple[int, ...] | list[int] | None = None) -> pl.DataFrame:
-    """The comparison table (see the module docstring).
+                    at: tuple[int, ...] | list[int] | None = None,
+                    all_rows: bool = False) -> pl.DataFrame:
+    """The comparison's detail rows (see the module docstring).
 
     Example::
 
@@ -86,28 +79,37 @@ def compare_metrics(logs_list: list, labels: list[str] | None = None, strict: bo
                 .iter_rows() if tb is not None}
     common = set.intersection(*(keys(b) for b in alls)) if alls else set()
     common_solo = set.intersection(*(keys(b) for b in solos)) if solos else set()
+    buckets: list[str] = []
     for key in sorted(common, key=lambda k: (k[0], k[2], k[1])):
         solo = key in common_solo
         if strict and not solo:
             continue
+        title = None
         for m, b_all, b_solo in zip(per, alls, solos, strict=True):
             b = b_solo if solo else b_all
             r = b.filter(pl.col("kind") == key[0], pl.col("tokens_bucket") == key[1],
                          pl.col("depth_bucket") == key[2]).row(0, named=True)
-            m[_key(*key) + (" t/s, solo" if solo else " t/s")] = (
-                r["tps_mean"], _n(r["n"], r["shared"]) + ("" if solo else " ⚠"))
+            title = title or r["test"] + (" t/s, solo" if solo else " t/s")
+            m[title] = (r["tps_mean"], r["n"], r["shared"])
+        buckets.append(title)
     keys_ = list(per[0])
     data: dict[str, list] = {"metric": keys_}
     schema: dict = {"metric": pl.String}
     for n, m in zip(names, per, strict=True):
-        data[n] = [m.get(k, (None, None))[0] for k in keys_]
+        data[n] = [m.get(k, (None, None, None))[0] for k in keys_]
         schema[n] = pl.Float64
     for n, m in zip(names, per, strict=True):
-        data[f"n {n}"] = [m.get(k, (None, None))[1] for k in keys_]
-        schema[f"n {n}"] = pl.String
+        data[f"n {n}"] = [m.get(k, (None, None, None))[1] for k in keys_]
+        schema[f"n {n}"] = pl.Int64
+    for n, m in zip(names, per, strict=True):
+        data[f"shared {n}"] = [m.get(k, (None, None, None))[2] for k in keys_]
+        schema[f"shared {n}"] = pl.Int64
     df = pl.DataFrame(data, schema=schema)
     df = df.with_columns(pl.col(n).fill_nan(None) for n in names)
     df = df.filter(~pl.all_horizontal(pl.col(n).is_null() for n in names))  # nothing to compare
+    if not all_rows:   # bucket rows every log measured with n >= 3
+        enough = pl.all_horizontal((pl.col(f"n {n}") >= MIN_N) for n in names)
+        df = df.filter(enough | ~pl.col("metric").is_in(buckets))
     base = names[0]
     for n in names[1:]:
         df = df.with_columns((pl.col(n) - pl.col(base)).alias(f"Δ {n}"),

@@ -164,7 +164,7 @@ def _pooled_ratio(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndar
 def _ci_text(r: dict) -> str:
     ci = r.get("ci95")
     ci_s = f"95 % CI {ci[0]:.2f}–{ci[1]:.2f}, " if ci else ""
-    return f"({ci_s}n {r['n'][0]}/{r['n'][1]})"
+    return f"({ci_s}n {r['n'][0]}/{r['n'][1]}{r.get('matched', '')})"
 
 
 def _sentence(q: str, r: dict, names: tuple[str, str], what: str,
@@ -174,7 +174,7 @@ def _sentence(q: str, r: dict, names: tuple[str, str], what: str,
     if ratio is None or not math.isfinite(ratio):
         return f"{what}: no verdict ({r.get('why', 'no ratio')})"
     if ci and ci[0] <= 1 <= ci[1]:
-        return (f"{what}: no clear difference between {b} and {a} (ratio {ratio:.2f} "
+        return (f"{what}: no clear difference between {b} and {a} (ratio {ratio:.2f}, "
                 + _ci_text(r)[1:])
     better = ratio < 1 if lower_is_better else ratio > 1
     if q in ("decode_per_stream", "decode_aggregate", "prefill"):
@@ -219,8 +219,11 @@ def _decode_per_stream(a, b, names, rng) -> dict:
     if r is None:
         return _row("decode_per_stream", None, names, what,
                     "no concurrency state seen on both sides")
-    row = _row("decode_per_stream", r, names, what)
     ks = sorted({k // DEPTH_STRATA for k in r["strata"]}) if ka == "requests" else r["strata"]
+    span = f"{ks[0]}" if len(ks) == 1 else f"{ks[0]}–{ks[-1]}"
+    r["matched"] = f"; matched states: {span} decoding" + (
+        ", by depth octave" if ka == "requests" else "")
+    row = _row("decode_per_stream", r, names, what)
     row["states"] = [f"{k} decoding" for k in ks]
     row["units"] = ka if ka == kb else f"{ka} / {kb}"
     return row

@@ -1,4 +1,5 @@
-"""``logscope compare``: the same metrics for several logs side by side, deltas and % change."""
+"""``logscope compare``: a verdict per question (B against A, ratio, 95 % interval), then the
+detail rows both logs measured well enough, side by side."""
 
 from __future__ import annotations
 
@@ -11,6 +12,37 @@ from ._dataset import dataset_options, series
 from ._telemetry import split_telemetry, telemetry_options
 
 
+def _cell(metric: str, v) -> str:
+    from ..analysis.compare import COUNTS
+    from ..analysis.metrics import fmt_figure
+    if v is None:
+        return "—"
+    if metric in COUNTS:
+        return f"{int(round(v)):,}"
+    return fmt_figure("acceptance_rate" if "acceptance rate" in metric else "", v)
+
+
+def _verdict_md(rows: list[dict]) -> list[str]:
+    out = ["| question | A | B | B/A | 95 % CI | n (A/B) |", "|---|---|---|---|---|---|"]
+    for v in rows:
+        ci = v["ci95"]
+        out.append(
+            f"| {v['question']} | {_num(v['a'])} | {_num(v['b'])} | "
+            f"{_ratio(v['ratio'])} | "
+            f"{'—' if not ci else f'{ci[0]:.2f}–{ci[1]:.2f}'} | {v['n'][0]}/{v['n'][1]} |")
+    return out
+
+
+def _ratio(x) -> str:
+    return "—" if x is None else f"{x:.2f}"
+
+
+def _num(x) -> str:
+    if x is None:
+        return "—"
+    return f"{x:,.3g}" if abs(x) < 1 else f"{x:,.2f}"
+
+
 @click.command()
 @click.argument("logs", nargs=-1, required=False)
 @click.option("--label", "labels", multiple=True, help="Name per LOG, in order.")
@@ -19,19 +51,26 @@ from ._telemetry import split_telemetry, telemetry_options
 @click.option("--strict", is_flag=True,
               help="Only the bench buckets every LOG measured solo (no figures pooled over "
                    "different workloads).")
+@click.option("--all", "all_rows", is_flag=True,
+              help="Every detail row, also those a LOG measured fewer than 3 times.")
 @click.option("--plot", "plot_file", default=None,
               help="Also overlay the prefill curves and decode-vs-depth of all LOGs into this "
-                   ".png/.svg/.pdf.")
+                   ".png/.svg/.pdf, with the verdict.")
 @engine_option
 @dataset_options
 @telemetry_options
-def compare(logs, labels, fmt, strict, plot_file, engine, datasets, wheres):
-    """Compare A B [...]: metrics side by side; Δ and % are relative to the first LOG.
+def compare(logs, labels, fmt, strict, all_rows, plot_file, engine, datasets, wheres):
+    """Compare A B [...]: a verdict per question, then the detail rows.
 
-    Each row says how many requests it rests on (n; * = fewer than 3; "k shared" = ran
-    alongside another request; ⚠ = not solo in every LOG). Buckets are compared solo with
-    solo where every LOG has solo requests in them. A warning on stderr says where the
-    workloads differ.
+    The verdict answers, for B against A (each later LOG against the first): decode per
+    stream in matched concurrency states, aggregate decode in the most concurrent state both
+    reached, prefill at matched depths, acceptance and mean accepted length, energy per token
+    (telemetry given) and stall time — the two values, n, B/A with a 95 % bootstrap interval
+    and one sentence; "no verdict" with the reason when a side has fewer than 3.
+
+    The detail rows are the buckets every LOG measured at least 3 times (--all: every row),
+    labelled as in report; n and shared (requests that ran alongside another) per LOG. A
+    warning on stderr says where the workloads differ.
 
     With a llama-bench result (-o json, jsonl, csv, md) or a llama-sweep-bench table as the
     other file: per test (pp512 @ d4096, tg128 @ d16384) the active t/s, the passive t/s from
@@ -45,7 +84,8 @@ def compare(logs, labels, fmt, strict, plot_file, engine, datasets, wheres):
     Example: logscope compare --dataset ds/ --where "host = 'gpu3'" --where "host = 'gpu4'"
     """
     from ..analysis.compare import compare_metrics, workload_differences
-    from ..analysis.metrics import fmt_figure, round_frame
+    from ..analysis.metrics import round_frame
+    from ..analysis.verdict import verdict
     from .bench_compare import bench_files, run
 
     logs = split_telemetry(logs) if logs else logs  # GPU telemetry among the LOGs (docs/energy.md)
@@ -57,8 +97,12 @@ def compare(logs, labels, fmt, strict, plot_file, engine, datasets, wheres):
     if plot_file:
         check_output(plot_file)
     frames, names = series(logs, labels, engine, datasets, wheres)
-    df = compare_metrics(frames, names, strict=strict)
-    if df.height == 0:
+    df = compare_metrics(frames, names, strict=strict, all_rows=all_rows)
+    verdicts = []
+    for lg, name in zip(frames[1:], names[1:], strict=True):
+        for v in verdict(frames[0], lg, (names[0], name)):
+            verdicts.append({**v, "label_a": names[0], "label_b": name})
+    if df.height == 0 and not any(v["ratio"] is not None for v in verdicts):
         raise click.ClickException(
             f"no comparable data in {', '.join(names)}"
             + (" (--strict: no bucket measured solo in every LOG)" if strict else ""))
@@ -67,29 +111,49 @@ def compare(logs, labels, fmt, strict, plot_file, engine, datasets, wheres):
     if fmt == "csv":
         click.echo(round_frame(df).write_csv(), nl=False)
     elif fmt == "json":
-        click.echo(json.dumps(round_frame(df).to_dicts(), indent=2))
+        click.echo(json.dumps({"verdict": verdicts, "rows": round_frame(df).to_dicts()},
+                              indent=2, default=str))
     else:
-        vals = [c for c in df.columns if c != "metric" and not c.startswith("n ")]
-        cols = ["metric"] + vals
-        click.echo("| " + " | ".join(cols) + " |")
-        click.echo("|" + "|".join("---" for _ in cols) + "|")
-        for row in df.iter_rows(named=True):
-            cells = [row["metric"]]
-            for c in vals:
-                v = row[c]
-                if v is None:
-                    cells.append("—")
-                elif c.startswith("% "):
-                    cells.append(f"{v:+,.1f}%")
-                elif c.startswith("Δ "):
-                    cells.append(f"{v:+,.3g}" if "acceptance rate" in row["metric"]
-                                 else f"{v:+,.2f}")
-                else:
-                    txt = fmt_figure("acceptance_rate" if "acceptance rate" in row["metric"]
-                                     else "", v)
-                    n = row.get(f"n {c}")
-                    cells.append(txt + (f" (n={n})" if n else ""))
-            click.echo("| " + " | ".join(cells) + " |")
+        _print_md(df, names, verdicts)
     if plot_file:
         from ..plots import plot_compare
         save(no_data(plot_compare, frames, names), plot_file)
+
+
+def _print_md(df, names: list[str], verdicts: list[dict]) -> None:
+    for b in names[1:]:
+        rows = [v for v in verdicts if v["label_b"] == b]
+        click.echo(f"## Verdict: {b} (B) against {names[0]} (A)\n")
+        for v in rows:
+            click.echo(f"- {v['sentence']}")
+        click.echo("")
+        for line in _verdict_md(rows):
+            click.echo(line)
+        click.echo("")
+    if df.height == 0:
+        return
+    click.echo("## Detail (bench buckets every log measured at least 3 times; --all for every "
+               "bucket; n = requests or windows, shared = ran alongside another request)\n")
+    vals = [c for c in df.columns if c != "metric" and not c.startswith(("n ", "shared "))]
+    cols = ["metric"] + [c for n in names for c in (n, f"n {n}")] \
+        + [c for c in vals if c.startswith(("Δ ", "% "))]
+    click.echo("| " + " | ".join(cols) + " |")
+    click.echo("|" + "|".join("---" for _ in cols) + "|")
+    for row in df.iter_rows(named=True):
+        cells = [row["metric"]]
+        for n in names:
+            cells.append(_cell(row["metric"], row[n]))
+            k, sh = row[f"n {n}"], row[f"shared {n}"]
+            cells.append("—" if k is None else f"{k}" + (f" ({sh} shared)" if sh else ""))
+        for c in cols[1 + 2 * len(names):]:
+            v = row[c]
+            if v is None:
+                cells.append("—")
+            elif c.startswith("% "):
+                cells.append(f"{v:+,.1f}%")
+            elif row["metric"] in ("retracts", "preemptions"):
+                cells.append(f"{int(round(v)):+,}")
+            else:
+                cells.append(f"{v:+,.3g}" if "acceptance rate" in row["metric"]
+                             else f"{v:+,.2f}")
+        click.echo("| " + " | ".join(cells) + " |")
