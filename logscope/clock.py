@@ -88,9 +88,9 @@ def anchor_start(logs, start, tz: str | None = None):  # noqa: ANN001, ANN201
     server's start, the zero of the first run's clock in each file; a dict ``{file: start}``
     gives each file its own (files not in it are left alone). Rows that had only the file's
     mtime (or no wall clock at all) get ``ts = start + t_rel`` and ``ts_source =
-    "anchored:start-time"`` (``ts_inferred`` false); rows with a clock of their own (Unix stamps, journald/docker
-    wrappers) keep it. ``requests`` ``ts_start``/``ts_end`` follow. Later runs of a file keep
-    their anchors.
+    "anchored:start-time"`` (``ts_inferred`` false); rows with a clock of their own (Unix
+    stamps, journald/docker wrappers) keep it. ``requests`` ``ts_start``/``ts_end`` follow.
+    Later runs of a file keep their anchors.
 
     Example: anchor_start(logscope.read("copied.log"), "2026-10-01T09:30:00+02:00")
     """
