@@ -213,7 +213,7 @@ def clock_summary(logs, tz: str | None = None) -> list[dict]:  # noqa: ANN001
         if src.get("anchored:mtime"):
             notes.append(f"time since the server started, anchored to the file's modification "
                          f"time ({mt or 'unknown'}): a copied log shows the copy's date; "
-                         "--start-time ISO8601 (the server's start) anchors it")
+                         "--start-time (the server's start, ISO 8601 or Unix seconds) anchors it")
         if d["runs_without_clock"]:
             notes.append(f"{len(d['runs_without_clock'])} earlier server run(s) have no wall "
                          "clock (only the last run of a file is anchored to its mtime)")

@@ -111,16 +111,17 @@ def ingest(paths: tuple[str, ...], out: str | None, dataset: str | None, workers
         click.echo("Error: --scheduler is used with --dataset", err=True)
         sys.exit(2)
 
-    from ..telemetry import split_inputs
+    from ..telemetry.pairing import split_args
     from .progress import IngestProgress
 
     try:
-        paths, telemetry = split_inputs(paths)  # GPU telemetry files (docs/energy.md)
+        # GPU telemetry files, and LOG=CSV pairs (docs/energy.md)
+        paths, telemetry, explicit = split_args(list(paths))
         # --out streams a large log's tables to Parquet as they are made (memory flat in the
         # log's size); --tz, --start-time and telemetry rewrite finished tables, so they run in
         # memory
         stream = (out is not None and not tz and start is None and not telemetry
-                  and _large(paths))
+                  and not explicit and _large(paths))
         # the bar is erased when read returns or raises, before any message below
         with IngestProgress() as progress:
             if stream:
@@ -163,8 +164,8 @@ def ingest(paths: tuple[str, ...], out: str | None, dataset: str | None, workers
     if stream:
         if not as_json:
             click.echo(f"wrote {len(logs.tables)} tables to {out}/", err=True)
-    elif telemetry:  # tables gpu_samples, energy_runs; each file its own telemetry
-        logs = _join_telemetry(logs, telemetry, start)
+    elif telemetry or explicit:  # tables gpu_samples, energy_runs; each file its own
+        logs = _join_telemetry(logs, telemetry, explicit, start)
     else:
         from ..telemetry import null_energy
 
@@ -185,13 +186,14 @@ def ingest(paths: tuple[str, ...], out: str | None, dataset: str | None, workers
             click.echo(line)
 
 
-def _join_telemetry(logs, telemetry: list[str], start: list[float] | None):  # noqa: ANN001, ANN202
+def _join_telemetry(logs, telemetry: list[str], explicit: dict[str, list[str]],  # noqa: ANN001, ANN202
+                    start: list[float] | None):
     from ..sources import InputError
     from ..telemetry import ClockError, TelemetryError
     from ..telemetry.pairing import PairingError, join_files
 
     try:
-        logs, line = join_files(logs, telemetry, start_times=start)
+        logs, line = join_files(logs, telemetry, explicit=explicit, start_times=start)
     except (TelemetryError, ClockError, InputError, PairingError) as e:
         raise click.ClickException(str(e)) from e
     if line:
