@@ -94,10 +94,17 @@ def _fit_lines(ax, pts, fit, color, name, label):
 
 
 def _finish(ax) -> None:
-    """The common finish of a panel: a light grid, and a legend when something is labelled."""
+    """The common finish of a panel: a light grid, and a legend below it (outside the data)
+    when something is labelled."""
     ax.grid(True, alpha=0.3)
     if ax.get_legend_handles_labels()[0]:
-        ax.legend(fontsize=7)
+        _legend_below(ax)
+
+
+def _legend_below(ax, **kw) -> None:
+    """The panel's legend under its x label, outside the data."""
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), frameon=False,
+              **kw)
 
 def plot_prefill_curve(logs_list, labels=None, min_tokens: int = MIN_TOKENS) -> Figure:
     """Prefill t/s against context depth (log axis), points and the fit 1/(a + b·d)."""
@@ -198,19 +205,30 @@ def plot_compare(logs_list, labels=None) -> Figure:
 
 
 def plot_decode(logs_list, labels=None) -> Figure:
-    """Decode: t/s over time (tg_3s per slot, server windows), vs depth, and aggregate."""
+    """Decode: t/s over time (tg_3s per slot, server windows), vs depth, and aggregate; every
+    point coloured by the concurrency state it was measured in (logscope.plot_states: alone
+    on the GPU, beside a prefill, k decoding), one marker shape per log."""
+    from logscope.plot_states import aggregate_points, colors_for, request_points, window_points
+
     logs_list, names = _as_list(logs_list, labels)
-    fig = Figure(figsize=(13, 4.5), dpi=100, layout="constrained")
+    fig = Figure(figsize=(14, 5.6), dpi=100, layout="constrained")
     ax_t, ax_d, ax_a = fig.subplots(1, 3)
+    data = [(request_points(lg, n), window_points(lg, n), aggregate_points(lg, n))
+            for lg, n in zip(logs_list, names, strict=True)]
+    states = [x for req, win, agg in data for df in (req, win, agg)
+              for x in df["state"].drop_nulls().to_list()]
+    color = colors_for(states)
+
+    def c_of(df: pl.DataFrame) -> list[str]:
+        return [color.get(st, "grey") for st in df["state"].to_list()]
+
     drawn = 0
-    for i, (lg, name) in enumerate(zip(logs_list, names, strict=True)):
-        c = COLORS[i % len(COLORS)]
-        win = decode_windows(lg, name)
-        req = decode_requests(lg, name)
-        agg = decode_aggregate(lg, name)
+    kinds: set[str] = set()
+    for i, (name, (req, win, agg)) in enumerate(zip(names, data, strict=True)):
+        mk = MARKERS[i % len(MARKERS)]
         for key, g in win.group_by(["source", "slot"], maintain_order=True):
             src, slot = key
-            # one line per slot, broken (NaN) between its requests
+            # a thin grey line per slot, broken (NaN) between its requests, points by state
             g = g.sort("file", "run", "task", "t", nulls_last=True)
             brk = (pl.col("task") != pl.col("task").shift(1)) | (
                 pl.col("run") != pl.col("run").shift(1)) | (
@@ -223,48 +241,90 @@ def plot_decode(logs_list, labels=None) -> Figure:
                     ys.append(np.nan)
                 xs.append(t)
                 ys.append(v)
-            what = f"slot {slot} tg_3s" if src == "llama:tg_3s" else f"{src} (window avg)"
-            (ln,) = ax_t.plot(xs, ys, marker=".", lw=1, color=c,
-                              ls="-" if (slot or 0) % 2 == 0 else ":", label=f"{name}: {what}")
-            ln.set_gid(f"{name}|{src}|slot{slot}")
+            ax_t.plot(xs, ys, lw=0.8, color="0.75", zorder=1)
+            sc = ax_t.scatter(g["t"].to_numpy(), g["tps"].to_numpy(), c=c_of(g), marker=mk,
+                              s=16, zorder=3)
+            sc.set_gid(f"{name}|{src}|slot{slot}")
+            kinds.add("tg_3s" if src == "llama:tg_3s" else "window")
             drawn += g.height
         if req.height:
-            sc = ax_d.scatter(req["depth"].to_numpy(), req["decode_tps"].to_numpy(), color=c,
-                              s=36, label=f"{name}: per request, exact (n={req.height})",
-                              zorder=3)
+            sc = ax_d.scatter(req["depth"].to_numpy(), req["decode_tps"].to_numpy(),
+                              c=c_of(req), marker=mk, s=40, edgecolors="black", linewidths=0.6,
+                              zorder=4)
             sc.set_gid(f"{name}|llama:request")
+            kinds.add("request")
             drawn += req.height
         wd = win.filter(pl.col("depth").is_not_null())
         if wd.height:
             sc = ax_d.scatter(wd["depth"].to_numpy(), wd["tps"].to_numpy(), facecolors="none",
-                              edgecolors=c, s=14, label=f"{name}: windows")
+                              edgecolors=c_of(wd), marker=mk, s=16, zorder=3)
             sc.set_gid(f"{name}|windows")
         seg = agg.filter(pl.col("t1") > pl.col("t0")).sort("t0")
         if seg.height:
             xs, ys = _steps(seg)
-            (ln,) = ax_a.plot(xs, ys, color=c, lw=1.5,
-                              label=f"{name}: sum of exact per-request rates")
-            ln.set_gid(f"{name}|aggregate")
+            ax_a.plot(xs, ys, color="0.75", lw=0.8, zorder=1)
+            t00 = float(seg["t0"].min())
+            lc = ax_a.hlines(seg["tps"].to_numpy(), seg["t0"].to_numpy() - t00,
+                             seg["t1"].to_numpy() - t00, colors=c_of(seg), lw=3, zorder=3)
+            lc.set_gid(f"{name}|aggregate")
         wins = agg.filter(pl.col("t1") == pl.col("t0"))
         if wins.height:
-            (ln,) = ax_a.plot(wins["t0"].to_numpy(), wins["tps"].to_numpy(), color=c, ls="--",
-                              marker=".", label=f"{name}: server window avg")
-            ln.set_gid(f"{name}|aggregate_windows")
+            ax_a.plot(wins["t0"].to_numpy(), wins["tps"].to_numpy(), color="0.75", lw=0.8,
+                      zorder=1)
+            sc = ax_a.scatter(wins["t0"].to_numpy(), wins["tps"].to_numpy(), c=c_of(wins),
+                              marker=mk, s=16, zorder=3)
+            sc.set_gid(f"{name}|aggregate_windows")
     if drawn == 0:
         raise NoData(f"no decode data in {_files(logs_list)}")
-    ax_t.set_title("Decode t/s over time\n(llama tg_3s: ~3 s window per slot)", fontsize=10)
-    ax_t.set_xlabel("time since first window (s)")
+    what = {"tg_3s": "llama tg_3s: one slot, ~3 s", "window": "server window: all running"}
+    ax_t.set_title("Decode t/s over time\n(" + "; ".join(what[k] for k in sorted(kinds)
+                                                      if k in what) + ")", fontsize=10)
+    ax_t.set_xlabel("time since first window (s, or line number without a clock)")
     ax_t.set_ylabel("decode t/s")
-    ax_d.set_title("Decode t/s vs context depth\n(filled: exact per request)", fontsize=10)
+    ax_d.set_title("Decode t/s vs context depth\n(per stream; SGLang/vLLM windows: all "
+                   "running)" if "window" in kinds else "Decode t/s vs context depth\n"
+                   "(per stream)", fontsize=10)
     ax_d.set_xlabel("context depth (tokens)")
     ax_d.xaxis.set_major_formatter(_kfmt)
-    ax_a.set_title("Aggregate decode across concurrent requests", fontsize=10)
+    ax_a.set_title("Aggregate decode t/s\n(all streams decoding at once)", fontsize=10)
     ax_a.set_xlabel("time since first decode (s)")
     ax_a.set_ylabel("aggregate t/s")
     for ax in (ax_t, ax_d, ax_a):
         ax.set_ylim(bottom=0)
-        _finish(ax)
+        ax.grid(True, alpha=0.3)
+    _state_legend(fig, color, names if len(names) > 1 else None, kinds)
     return fig
+
+
+MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*"]
+
+
+def _state_legend(fig, color: dict[str, str], names: list[str] | None = None,
+                  kinds: set[str] | None = None) -> None:
+    """One legend below the panels: a colour per concurrency state, what each mark is (and a
+    marker per log)."""
+    from matplotlib.lines import Line2D
+
+    handles = [Line2D([], [], ls="", marker="o", markersize=7, color=c, label=s)
+               for s, c in color.items()]
+    kinds = kinds or set()
+    if "request" in kinds:
+        handles.append(Line2D([], [], ls="", marker="o", markersize=8, color="white",
+                              markeredgecolor="black", label="one request, exact (its "
+                              "state: where it decoded most)"))
+    if kinds & {"tg_3s", "window"}:
+        handles.append(Line2D([], [], ls="", marker="o", markersize=6, color="white",
+                              markeredgecolor="grey", label="window average (vs depth)"))
+    if "request" in kinds:
+        handles.append(Line2D([], [], lw=3, color="grey", label="aggregate: a stretch with the "
+                              "same streams decoding"))
+    for i, n in enumerate(names or []):
+        handles.append(Line2D([], [], ls="", marker=MARKERS[i % len(MARKERS)], markersize=7,
+                              color="grey", label=n))
+    if handles:
+        fig.legend(handles=handles, loc="outside lower center", ncols=min(len(handles), 5),
+                   fontsize=8, title="colour: requests decoding at once (concurrency state)"
+                   + ("; marker: log" if names else ""), title_fontsize=8, frameon=False)
 
 
 def plot_acceptance(logs_list, labels=None) -> Figure:
