@@ -103,7 +103,8 @@ def _finish(ax) -> None:
 
 def _legend_below(ax, **kw) -> None:
     """The panel's legend under its x label, outside the data."""
-    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), frameon=False,
+    ax.legend(fontsize=7, title_fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16),
+              frameon=False,
               **kw)
 
 def plot_prefill_curve(logs_list, labels=None, min_tokens: int = MIN_TOKENS) -> Figure:
@@ -500,47 +501,62 @@ def card(logs, label: str | None = None) -> Figure:
             ax.set_xscale("log", base=2)
             ax.xaxis.set_major_formatter(_kfmt)
             ax.set_ylim(bottom=0)
-            ax.legend(fontsize=7)
+            _legend_below(ax, ncols=2)
             ax.set_title("Prefill t/s vs depth (filled: solo request, exact; grey: shared)",
                          fontsize=10)
         panels.append(("prefill", draw_prefill))
     else:
-        win = decode_windows(logs, name).filter(pl.col("source") != "llama:tg_3s")
+        from logscope.plot_states import colors_for, window_points
+
+        win = window_points(logs, name).filter(pl.col("source") != "llama:tg_3s")
         if win.height >= 2:
             def draw_win(ax):
-                (ln,) = ax.plot(win["t"].to_numpy(), win["tps"].to_numpy(), color=COLORS[2],
-                                marker=".", label="generation t/s (all running requests)")
-                ln.set_gid(f"{name}|decode_windows")
+                ax.plot(win["t"].to_numpy(), win["tps"].to_numpy(), color="0.75", lw=0.8,
+                        zorder=1)
+                color = colors_for(win["state"].drop_nulls().to_list())
+                for st, c in color.items():
+                    q = win.filter(pl.col("state") == st)
+                    sc = ax.scatter(q["t"].to_numpy(), q["tps"].to_numpy(), color=c, s=16,
+                                    zorder=3, label=f"{st} (windows: {q.height})")
+                    sc.set_gid(f"{name}|decode_windows|{st}")
                 ax.set_xlabel("time (s, or line number where the log has no clock)")
-                ax.legend(fontsize=7)
+                _legend_below(ax, ncols=3, title="colour: requests running in the window")
                 ax.set_ylim(bottom=0)
-                ax.set_title("Decode throughput over time (server window averages)",
-                             fontsize=10)
+                ax.set_title("Decode throughput over time (server window averages, all "
+                             "running requests)", fontsize=10)
             panels.append(("windows", draw_win))
         left_out.append(f"prefill curve: {pts.height} prefill stretch(es) of >= {MIN_TOKENS} "
                         "tokens (2 needed)")
 
-    dr = decode_requests(logs, name).filter(pl.col("depth") > 0)
+    from logscope.plot_states import colors_for, request_points
+
+    dr = request_points(logs, name).filter(pl.col("depth") > 0)
     t3 = decode_windows(logs, name).filter(pl.col("source") == "llama:tg_3s")
     if dr.height >= 2:
         def draw_dec(ax):
-            sc = ax.scatter(dr["depth"].to_numpy(), dr["decode_tps"].to_numpy(),
-                            color=COLORS[2], s=30)
-            sc.set_gid(f"{name}|decode")
+            color = colors_for(dr["state"].drop_nulls().to_list())
+            for st, c in color.items():
+                q = dr.filter(pl.col("state") == st)
+                sc = ax.scatter(q["depth"].to_numpy(), q["decode_tps"].to_numpy(), color=c,
+                                s=30, label=f"{st} (n={q.height})")
+                sc.set_gid(f"{name}|decode|{st}")
             ax.xaxis.set_major_formatter(_kfmt)
             ax.set_xlabel("context depth (tokens)")
-            ax.set_title("Decode t/s vs depth (exact per request)", fontsize=10)
+            ax.set_title("Decode t/s vs depth (exact per request;\ncolour: streams decoding "
+                         "at once)", fontsize=10)
             ax.set_ylim(bottom=0)
+            _legend_below(ax)
         panels.append(("decode", draw_dec))
     elif t3.height >= 2:
         def draw_t3(ax):
-            for (slot,), g in t3.group_by(["slot"], maintain_order=True):
+            for i, ((slot,), g) in enumerate(t3.group_by(["slot"], maintain_order=True)):
                 (ln,) = ax.plot(g["t"].to_numpy(), g["tps"].to_numpy(), marker=".",
-                                color=COLORS[2], label=f"slot {slot}")
+                                color=COLORS[i % len(COLORS)], label=f"slot {slot}")
                 ln.set_gid(f"{name}|tg_3s")
             ax.set_xlabel("time (s)")
             ax.set_ylim(bottom=0)
             ax.set_title("Decode t/s over time (tg_3s: ~3 s window per slot)", fontsize=10)
+            _legend_below(ax, ncols=4)
         panels.append(("tg_3s", draw_t3))
     else:
         tl = pressure_timeline(logs, name).drop_nulls("kv_usage")
@@ -550,6 +566,7 @@ def card(logs, label: str | None = None) -> Figure:
                                 color=COLORS[4], marker=".")
                 ln.set_gid(f"{name}|kv_usage")
                 ax.set_ylim(0, 1.05)
+                ax.set_xlabel("time (s, or line number where the log has no clock)")
                 ax.set_title("KV cache usage (server window values)", fontsize=10)
             panels.append(("kv", draw_kv))
         else:
@@ -589,6 +606,9 @@ def card(logs, label: str | None = None) -> Figure:
         elif h["acceptance"]["n"]:
             left_out.append(f"acceptance panel: {h['acceptance']['n']} request(s) with "
                             "acceptance, too few to draw against depth (figures in the text)")
+        elif any(k == "windows" for k, _ in panels):
+            left_out.append("acceptance panel: no speculative decoding in the log (the decode "
+                            "panel is already the aggregate of all running requests)")
         else:
             left_out.append("acceptance panel: no speculative decoding in the log; aggregate "
                             "panel: never two requests decoding together")
