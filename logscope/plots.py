@@ -331,41 +331,50 @@ def _state_legend(fig, color: dict[str, str], names: list[str] | None = None,
 def plot_acceptance(logs_list, labels=None) -> Figure:
     """Speculative decoding: acceptance rate and mean accepted length, vs depth and over time.
 
-    Top row: against context depth, per request (llama-server, exact). Bottom row: over time,
-    per request (exact, at the request's start) and per window (SGLang/vLLM, server window
-    averages). A third column shows acceptance per draft position when the log prints it.
+    Against context depth, per request (llama-server, exact): a row drawn only when some log
+    has per-request lines. Over time: per request (exact, at the request's start) and per
+    window (SGLang/vLLM, server window averages). A third column shows acceptance per draft
+    position when the log prints it. Titles and legends name only what is drawn.
     """
     logs_list, names = _as_list(logs_list, labels)
     per_pos = [acceptance_per_position(lg, n) for lg, n in zip(logs_list, names, strict=True)]
+    reqs = [acceptance_requests(lg, n) for lg, n in zip(logs_list, names, strict=True)]
+    wins = [acceptance_windows(lg, n) for lg, n in zip(logs_list, names, strict=True)]
     has_pp = any(pp.height for pp in per_pos)
+    has_req = any(r.height for r in reqs)
     ncol = 3 if has_pp else 2
-    fig = Figure(figsize=(5.2 * ncol, 8), dpi=100, layout="constrained")
-    axes = fig.subplots(2, ncol, squeeze=False)
-    ax_r, ax_l = axes[0, 0], axes[0, 1]
-    ax_rt, ax_lt = axes[1, 0], axes[1, 1]
+    nrow = 2 if has_req else 1
+    fig = Figure(figsize=(5.2 * ncol, 4.6 * nrow + 0.6), dpi=100, layout="constrained")
+    axes = fig.subplots(nrow, ncol, squeeze=False)
+    ax_r, ax_l = (axes[0, 0], axes[0, 1]) if has_req else (None, None)
+    ax_rt, ax_lt = axes[nrow - 1, 0], axes[nrow - 1, 1]
     drawn = 0
-    for i, (lg, name) in enumerate(zip(logs_list, names, strict=True)):
+    what_t = {"rate": set(), "mean_len": set()}
+    for i, (name, r, w, pp) in enumerate(zip(names, reqs, wins, per_pos, strict=True)):
         c = COLORS[i % len(COLORS)]
-        r = acceptance_requests(lg, name)
         if r.height:
-            lab = f"{name}: per request, exact (n={r.height})"
             ml = r.drop_nulls("mean_len")
             for ax, df, x, y, gid in ((ax_r, r, "depth", "rate", "rate"),
                                       (ax_rt, r, "t", "rate", "rate_time"),
                                       (ax_l, ml, "depth", "mean_len", "mean_len"),
                                       (ax_lt, ml, "t", "mean_len", "mean_len_time")):
-                sc = ax.scatter(df[x].to_numpy(), df[y].to_numpy(), color=c, s=36, label=lab)
+                if df.height == 0:
+                    continue
+                sc = ax.scatter(df[x].to_numpy(), df[y].to_numpy(), color=c, s=36,
+                                label=f"{name}: per request, exact (n={df.height})")
                 sc.set_gid(f"{name}|llama:request|{gid}")
+                if x == "t":
+                    what_t[y].add("points: exact per request")
             drawn += r.height
-        w = acceptance_windows(lg, name)
         for col_name, ax in (("rate", ax_rt), ("mean_len", ax_lt)):
             ww = w.drop_nulls(col_name)
             if ww.height:
                 (ln,) = ax.plot(ww["t"].to_numpy(), ww[col_name].to_numpy(), color=c, ls="--",
-                                marker=".", label=f"{name}: {ww['source'][0]} (window avg)")
+                                marker=".", label=f"{name}: {ww['source'][0]} window avg "
+                                f"(n={ww.height})")
                 ln.set_gid(f"{name}|windows|{col_name}")
+                what_t[col_name].add("dashed: server window avg")
                 drawn += ww.height
-        pp = per_pos[i]
         if pp.height:
             m = pp.group_by("position").agg(pl.col("rate").mean()).sort("position")
             (ln,) = axes[0, 2].plot(m["position"].to_numpy(), m["rate"].to_numpy(), color=c,
@@ -374,32 +383,32 @@ def plot_acceptance(logs_list, labels=None) -> Figure:
             ln.set_gid(f"{name}|per_position")
     if drawn == 0:
         raise NoData(f"no speculative decoding data in {_files(logs_list)}")
-    ax_r.set_title("Draft acceptance rate vs depth\n(accepted / drafted, exact per request)",
-                   fontsize=10)
-    ax_l.set_title("Mean accepted length vs depth\n(tokens per decode step, exact per request)",
-                   fontsize=10)
-    ax_rt.set_title("Acceptance rate over time\n(points: exact per request; lines: window avg)",
-                    fontsize=10)
-    ax_lt.set_title("Mean accepted length over time\n(points: exact per request; lines: "
-                    "window avg)", fontsize=10)
-    for ax in (ax_r, ax_l):
-        ax.set_xlabel("context depth (tokens)")
-        ax.xaxis.set_major_formatter(_kfmt)
-        if not ax.collections:
-            ax.text(0.5, 0.5, "no per-request data (server windows only)", ha="center",
-                    va="center", transform=ax.transAxes, color="grey")
-    for ax in (ax_rt, ax_lt):
+    if has_req:
+        ax_r.set_title("Draft acceptance rate vs depth\n(accepted / drafted, exact per "
+                       "request)", fontsize=10)
+        ax_l.set_title("Mean accepted length vs depth\n(tokens per decode step, exact per "
+                       "request)", fontsize=10)
+        for ax in (ax_r, ax_l):
+            ax.set_xlabel("context depth (tokens)")
+            ax.xaxis.set_major_formatter(_kfmt)
+    for ax, title, key in ((ax_rt, "Acceptance rate over time", "rate"),
+                           (ax_lt, "Mean accepted length over time", "mean_len")):
+        ax.set_title(title + ("\n(" + "; ".join(sorted(what_t[key])) + ")"
+                              if what_t[key] else "\n(no value in the log)"), fontsize=10)
         ax.set_xlabel("time (s, or line number where the log has no clock)")
     for ax in (ax_r, ax_rt):
-        ax.set_ylim(0, 1.05)
+        if ax is not None:
+            ax.set_ylim(0, 1.05)
     for ax in (ax_l, ax_lt):
-        ax.set_ylim(bottom=0)
+        if ax is not None:
+            ax.set_ylim(bottom=0)
     if has_pp:
         axes[0, 2].set_title("Acceptance per draft position", fontsize=10)
         axes[0, 2].set_xlabel("draft position")
         axes[0, 2].set_ylim(0, 1.05)
         axes[0, 2].xaxis.set_major_locator(MaxNLocator(integer=True))
-        axes[1, 2].axis("off")
+        if nrow == 2:
+            axes[1, 2].axis("off")
     for ax in axes.ravel():
         if ax.axison:
             _finish(ax)
