@@ -689,17 +689,29 @@ def card(logs, label: str | None = None) -> Figure:
     return fig
 
 
+PHASE_COLORS = {"prefill": "#D55E00", "decode": "#0072B2", "active": "#CC79A7",
+                "wait": "#BBBBBB"}
+PHASE_TEXT = {"prefill": "prefill: computing the prompt",
+              "decode": "decode: generating tokens",
+              "active": "cancelled before its timings: launch to release",
+              "wait": "wait: launched, nothing computed yet (slot held)"}
+
+
 def plot_power(logs_list, labels=None) -> Figure:
     """GPU power, SM clock and utilisation per GPU over the log's time, above the requests'
     prefill and decode stretches (one row per slot), for logs joined to telemetry
-    (:func:`logscope.telemetry.attach`); time 0 = the log's zero placed by its clock offset."""
+    (:func:`logscope.telemetry.attach`); time 0 = the log's zero placed by its clock offset.
+    Every line, bar and colour is named in a legend beside its panel."""
     from logscope.telemetry.energy import stretches
 
     logs_list, names = _as_list(logs_list, labels)
-    fig = Figure(figsize=(11, 8), dpi=100, layout="constrained")
+    fig = Figure(figsize=(12.5, 8.5), dpi=100, layout="constrained")
     ax_p, ax_c, ax_u, ax_r = fig.subplots(4, 1, sharex=True,
                                           gridspec_kw={"height_ratios": [3, 2, 2, 2]})
     drawn = 0
+    clocks = []
+    phases: set[str] = set()
+    many = len(logs_list) > 1
     for i, (lg, name) in enumerate(zip(logs_list, names, strict=True)):
         runs = lg.tables.get("energy_runs")
         samples = lg.tables.get("gpu_samples")
@@ -711,43 +723,52 @@ def plot_power(logs_list, labels=None) -> Figure:
             (pl.col("ts").dt.epoch("us").cast(pl.Float64) / 1e6 - off).alias("t"))
         lo, hi = -5.0, run["window_s"] + 5.0
         s = s.filter(pl.col("t").is_between(lo, hi))
+        who = f"{name}: " if many else ""
         for j, ((gpu,), g) in enumerate(s.sort("t").group_by(["gpu"], maintain_order=True)):
             c = COLORS[(i + j) % len(COLORS)]
-            tag = f"{name} GPU {gpu}"
-            for ax, col, gid in ((ax_p, "power_w", "power"), (ax_c, "sm_clock_mhz", "sm_clock"),
-                                 (ax_u, "util_gpu_pct", "util")):
+            tag = f"{who}GPU {gpu}"
+            for ax, col, gid, what in ((ax_p, "power_w", "power", "power.draw (1 s average)"),
+                                       (ax_c, "sm_clock_mhz", "sm_clock", "SM clock"),
+                                       (ax_u, "util_gpu_pct", "util", "utilisation")):
                 q = g.drop_nulls(col)
                 if q.height:
                     (ln,) = ax.plot(q["t"].to_numpy(), q[col].to_numpy(), color=c, lw=1,
-                                    label=tag)
+                                    label=f"{tag} {what}")
                     ln.set_gid(f"{name}|gpu{gpu}|{gid}")
                     drawn += q.height
             if g["power_limit_w"].drop_nulls().len():
-                ax_p.axhline(float(g["power_limit_w"].drop_nulls().median()), color=c, ls=":",
-                             lw=1, label=f"{tag} power limit")
+                lim = float(g["power_limit_w"].drop_nulls().median())
+                ax_p.axhline(lim, color=c, ls=":", lw=1,
+                             label=f"{tag} power limit {lim:.0f} W")
         if run["idle_w"] is not None:
             ax_p.axhline(run["idle_w"], color="grey", ls="--", lw=1,
-                         label=f"{name}: idle {run['idle_w']:.0f} W")
+                         label=f"{who}idle {run['idle_w']:.0f} W (median power with no "
+                               "request active)")
         req = lg.tables.get("requests")
         if req is not None and req.height:
             st = stretches(req).filter(pl.col("file") == run["file"], pl.col("run") == run["run"],
                                        pl.col("t1") > pl.col("t0"))
-            colors = {"prefill": COLORS[1], "decode": COLORS[0], "active": COLORS[4],
-                      "wait": "lightgrey"}
             for (phase, slot), g in st.sort("phase", "slot").group_by(["phase", "slot"],
                                                                       maintain_order=True):
                 y = (slot if slot is not None else 0) - 0.4
                 spans = list(zip(g["t0"].to_list(), (g["t1"] - g["t0"]).to_list(), strict=True))
-                bars = ax_r.broken_barh(spans, (y, 0.8), color=colors.get(phase, "grey"))
+                bars = ax_r.broken_barh(spans, (y, 0.8),
+                                        color=PHASE_COLORS.get(phase, "grey"))
                 bars.set_gid(f"{name}|{phase}|slot{slot}")
-            for phase in st["phase"].unique(maintain_order=True).to_list():
-                ax_r.plot([], [], color=colors.get(phase, "grey"), lw=6, label=phase)
+                phases.add(phase)
         src = run["clock_offset_source"]
-        ax_p.set_title(f"GPU power (summed energy shared among requests: docs/energy.md); "
-                       f"clock: {src}", fontsize=10)
+        clocks.append(f"{who}{src}" + (f" (fit r = {run['clock_fit_r']:.2f}, "
+                                       f"±{run['clock_fit_spread_s']:.1f} s)"
+                                       if src == "estimated" and run["clock_fit_r"] is not None
+                                       else ""))
     if drawn == 0:
         raise NoData(f"no GPU telemetry joined to {_files(logs_list)}: give the nvidia-smi "
                      "CSV or dmon file with the log")
+    for phase in [p for p in PHASE_TEXT if p in phases]:
+        ax_r.plot([], [], color=PHASE_COLORS[phase], lw=8, label=PHASE_TEXT[phase])
+    ax_p.set_title("GPU power (its energy is shared among the requests computing: "
+                   "docs/energy.md)\nthe log placed on the telemetry's clock: "
+                   + "; ".join(clocks), fontsize=10)
     ax_p.set_ylabel("power (W)")
     ax_c.set_ylabel("SM clock (MHz)")
     ax_u.set_ylabel("utilisation (%)")
@@ -755,9 +776,12 @@ def plot_power(logs_list, labels=None) -> Figure:
     ax_r.set_ylabel("slot")
     ax_r.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax_r.set_xlabel("time since the log's zero (s)")
-    ax_r.set_title("Requests: prefill, decode (and waiting in the slot)", fontsize=10)
+    ax_r.set_title("Requests: one bar per request stretch, in its slot's row", fontsize=10)
     for ax in (ax_p, ax_c, ax_u, ax_r):
-        _finish(ax)
+        ax.grid(True, alpha=0.3)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0),
+                      frameon=False)
     return fig
 
 
