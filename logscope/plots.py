@@ -160,7 +160,7 @@ def _draw_prefill(ax, logs_list, names, min_tokens: int = MIN_TOKENS) -> int:
     if hidden:
         ax.text(0.99, 0.01, f"{hidden} point(s) under {min_tokens} tokens not drawn",
                 transform=ax.transAxes, ha="right", va="bottom", fontsize=7, color="grey")
-    ax.legend(fontsize=7, loc="best")
+    _legend_below(ax)
     return drawn
 
 
@@ -277,7 +277,8 @@ def plot_decode(logs_list, labels=None) -> Figure:
             sc.set_gid(f"{name}|aggregate_windows")
     if drawn == 0:
         raise NoData(f"no decode data in {_files(logs_list)}")
-    what = {"tg_3s": "llama tg_3s: one slot, ~3 s", "window": "server window: all running"}
+    what = {"tg_3s": "llama tg_3s: one slot, ~3 s window",
+            "window": "server window: all running"}
     ax_t.set_title("Decode t/s over time\n(" + "; ".join(what[k] for k in sorted(kinds)
                                                       if k in what) + ")", fontsize=10)
     ax_t.set_xlabel("time since first window (s, or line number without a clock)")
