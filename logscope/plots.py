@@ -268,6 +268,10 @@ def plot_decode(logs_list, labels=None) -> Figure:
             lc = ax_a.hlines(seg["tps"].to_numpy(), seg["t0"].to_numpy() - t00,
                              seg["t1"].to_numpy() - t00, colors=c_of(seg), lw=3, zorder=3)
             lc.set_gid(f"{name}|aggregate")
+            # a dot where each stretch starts: a stretch too short for a visible bar still shows
+            sc = ax_a.scatter(seg["t0"].to_numpy() - t00, seg["tps"].to_numpy(), c=c_of(seg),
+                              marker=mk, s=10, zorder=4)
+            sc.set_gid(f"{name}|aggregate_starts")
         wins = agg.filter(pl.col("t1") == pl.col("t0"))
         if wins.height:
             ax_a.plot(wins["t0"].to_numpy(), wins["tps"].to_numpy(), color="0.75", lw=0.8,
