@@ -32,8 +32,10 @@ class StartTime(click.ParamType):
         tz = ctx.meta.get(TZ_KEY) if ctx is not None else None
         try:
             return parse_start_time(value, tz)
-        except ValueError as e:
-            self.fail(str(e), param, ctx)
+        except ValueError as e:  # one Error line, exit 2, in every command (no usage text)
+            err = click.ClickException(f"--start-time: {e}")
+            err.exit_code = 2
+            raise err from None
 
 
 START_TIME_HELP = ("When the server started (the zero of the log's clock): ISO 8601, e.g. "
@@ -135,8 +137,10 @@ def start_times(n_logs: int) -> list[float] | None:
     """The ``--start-time`` values of this command, checked against the number of logs."""
     got = list(_opts().get("start_time") or ())
     if got and len(got) not in (1, n_logs):
-        raise click.UsageError(f"--start-time given {len(got)} times for {n_logs} LOG(s): "
-                               "give it once (every LOG) or once per LOG, in order")
+        err = click.ClickException(f"--start-time given {len(got)} times for {n_logs} LOG(s): "
+                                   "give it once (every LOG) or once per LOG, in order")
+        err.exit_code = 2
+        raise err
     return got or None
 
 
