@@ -283,8 +283,9 @@ def plot_decode(logs_list, labels=None) -> Figure:
         raise NoData(f"no decode data in {_files(logs_list)}")
     what = {"tg_3s": "llama tg_3s: one slot, ~3 s window",
             "window": "server window: all running"}
-    ax_t.set_title("Decode t/s over time\n(" + "; ".join(what[k] for k in sorted(kinds)
-                                                      if k in what) + ")", fontsize=10)
+    ax_t.set_title("Decode t/s over time" + "".join(
+        f"\n({x})" for x in ["; ".join(what[k] for k in sorted(kinds) if k in what)] if x),
+        fontsize=10)
     ax_t.set_xlabel("time since first window (s, or line number without a clock)")
     ax_t.set_ylabel("decode t/s")
     ax_d.set_title("Decode t/s vs context depth\n(per stream; SGLang/vLLM windows: all "
@@ -296,8 +297,20 @@ def plot_decode(logs_list, labels=None) -> Figure:
     ax_a.set_xlabel("time since first decode (s)")
     ax_a.set_ylabel("aggregate t/s")
     for ax in (ax_t, ax_d, ax_a):
-        ax.set_ylim(bottom=0)
         ax.grid(True, alpha=0.3)
+    why = {ax_t: "no decode windows in the log\n(llama-server prints tg_3s every ~3 s of a "
+                 "request's decoding:\nthese requests decoded for less)",
+           ax_d: "no decode point with a known depth",
+           ax_a: "no aggregate: no request's decode time is known"}
+    for ax in (ax_t, ax_d, ax_a):
+        ys = [o[:, 1] for o in (c.get_offsets() for c in ax.collections) if len(o)]
+        if not ys:  # say in the panel why it has no data, without empty axes
+            ax.set_axis_off()
+            ax.text(0.5, 0.5, why[ax], ha="center", va="center", transform=ax.transAxes,
+                    color="grey", fontsize=9)
+            continue
+        top = float(np.nanmax(np.concatenate(ys)))
+        ax.set_ylim(0, top * 1.08 if top > 0 else 1)
     _state_legend(fig, color, names if len(names) > 1 else None, kinds)
     return fig
 

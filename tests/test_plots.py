@@ -255,3 +255,18 @@ def test_acceptance_plot_per_position_and_windows():
     w = acceptance_windows(vl, "v").drop_nulls("rate")
     assert np.allclose(arts["v|windows|rate"].get_data()[1], w["rate"].to_numpy())
     assert "v|llama:request|rate" not in arts
+
+
+def test_no_empty_panel():
+    """A panel either draws data or says in it why there is none (short requests: no tg_3s)."""
+    from tests.conftest import FIXTURES
+
+    logs = logscope.read(str(FIXTURES / "telemetry" / "h200" / "generated-gpu-colors-tty.log"))
+    for fig in (plot_decode(logs), card(logs)):
+        for ax in fig.axes:
+            if ax.axison:
+                assert ax.collections or ax.lines, ax.get_title()
+            else:
+                assert ax.texts or not ax.get_title(), ax.get_title()
+    ax_t = plot_decode(logs).axes[0]
+    assert not ax_t.axison and "no decode windows" in ax_t.texts[0].get_text()
