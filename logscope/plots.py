@@ -571,7 +571,7 @@ def card(logs, label: str | None = None) -> Figure:
             ax.set_xlabel("context depth (tokens)")
             ax.set_title("Decode t/s vs depth (exact per request;\ncolour: streams decoding "
                          "at once)", fontsize=10)
-            ax.set_ylim(bottom=0)
+            ax.set_ylim(0, 1.08 * float(dr["decode_tps"].max()))
             _legend_below(ax)
         panels.append(("decode", draw_dec))
     elif t3.height >= 2:
