@@ -243,3 +243,20 @@ def test_sql_has_the_energy_columns_of_report():
     # without telemetry the columns are there, null (as report's requests)
     r = run("sql", "SELECT count(energy_j) AS n FROM requests", f(C, ".log"), "--format", "json")
     assert r.exit_code == 0 and json.loads(r.stdout) == [{"n": 0}]
+
+
+def test_one_recording_of_the_whole_session_is_shared(tmp_path):
+    """One nvidia-smi file that recorded both runs: shared by both logs, each clock placed
+    alone against it, each log's energy per token as with its own file."""
+    a = (H200 / f"{C}.smi.csv").read_text().splitlines()
+    b = (H200 / f"{P}.smi.csv").read_text().splitlines()
+    assert a[0] == b[0]
+    session = tmp_path / "session.csv"
+    session.write_text("\n".join([a[0], *a[1:], *b[1:]]) + "\n")
+    r = run("compare", f(P, ".log"), f(C, ".log"), session, "--format", "json")
+    assert r.exit_code == 0, r.output
+    assert "one recording shared by every log" in r.stderr
+    rows = {row["metric"]: row for row in json.loads(r.stdout)}
+    for name in (P, C):
+        assert rows["decode mJ/token"][f"{name}.log"] == pytest.approx(
+            report_energy(name)["decode_mj_per_token"], rel=0.02)
