@@ -730,6 +730,7 @@ def plot_power(logs_list, labels=None) -> Figure:
     clocks = []
     phases: set[str] = set()
     many = len(logs_list) > 1
+    base, ticks = 0, {}
     for i, (lg, name) in enumerate(zip(logs_list, names, strict=True)):
         runs = lg.tables.get("energy_runs")
         samples = lg.tables.get("gpu_samples")
@@ -759,21 +760,26 @@ def plot_power(logs_list, labels=None) -> Figure:
                 ax_p.axhline(lim, color=c, ls=":", lw=1,
                              label=f"{tag} power limit {lim:.0f} W")
         if run["idle_w"] is not None:
-            ax_p.axhline(run["idle_w"], color="grey", ls="--", lw=1,
+            ax_p.axhline(run["idle_w"], color=COLORS[i % len(COLORS)] if many else "grey",
+                         ls="--", lw=1,
                          label=f"{who}idle {run['idle_w']:.0f} W (median power with no "
                                "request active)")
         req = lg.tables.get("requests")
         if req is not None and req.height:
             st = stretches(req).filter(pl.col("file") == run["file"], pl.col("run") == run["run"],
                                        pl.col("t1") > pl.col("t0"))
+            slots = sorted({int(x) for x in st["slot"].drop_nulls().to_list()} or {0})
+            for k in slots:  # each log its own rows: bars of two logs never overlap
+                ticks[base + k] = f"{who}slot {k}" if many else str(k)
             for (phase, slot), g in st.sort("phase", "slot").group_by(["phase", "slot"],
                                                                       maintain_order=True):
-                y = (slot if slot is not None else 0) - 0.4
+                y = base + (slot if slot is not None else 0) - 0.4
                 spans = list(zip(g["t0"].to_list(), (g["t1"] - g["t0"]).to_list(), strict=True))
                 bars = ax_r.broken_barh(spans, (y, 0.8),
                                         color=PHASE_COLORS.get(phase, "grey"))
                 bars.set_gid(f"{name}|{phase}|slot{slot}")
                 phases.add(phase)
+            base += slots[-1] + 2
         src = run["clock_offset_source"]
         clocks.append(f"{who}{src}" + (f" (fit r = {run['clock_fit_r']:.2f}, "
                                        f"±{run['clock_fit_spread_s']:.1f} s)"
@@ -786,13 +792,14 @@ def plot_power(logs_list, labels=None) -> Figure:
         ax_r.plot([], [], color=PHASE_COLORS[phase], lw=8, label=PHASE_TEXT[phase])
     ax_p.set_title("GPU power (its energy is shared among the requests computing: "
                    "docs/energy.md)\nthe log placed on the telemetry's clock: "
-                   + "; ".join(clocks), fontsize=10)
+                   + "\n".join(clocks), fontsize=10)
     ax_p.set_ylabel("power (W)")
     ax_c.set_ylabel("SM clock (MHz)")
     ax_u.set_ylabel("utilisation (%)")
     ax_u.set_ylim(0, 105)
     ax_r.set_ylabel("slot")
-    ax_r.yaxis.set_major_locator(MaxNLocator(integer=True))
+    if ticks:
+        ax_r.set_yticks(list(ticks), list(ticks.values()), fontsize=7 if many else None)
     ax_r.set_xlabel("time since the log's zero (s)")
     ax_r.set_title("Requests: one bar per request stretch, in its slot's row", fontsize=10)
     for ax in (ax_p, ax_c, ax_u, ax_r):
