@@ -42,23 +42,35 @@ def parse_tz(tz: str | None):  # noqa: ANN201
                          "local, or an offset like +02:00)") from e
 
 
-def parse_start_time(s: str, tz: str | None = None):  # noqa: ANN201
-    """An ISO 8601 time (or Unix seconds) as an aware UTC datetime; without an offset it is
-    in ``tz`` (UTC).
+def parse_start_time(text: str | float, tz: str | None = None) -> float:
+    """When a server started, as Unix seconds: an ISO 8601 time (``2026-12-01T20:25:06Z``,
+    ``2026-12-01T21:25:06+01:00``; without an offset it is in ``tz``, default UTC) or Unix
+    seconds (``1796156706.5``). The one parser behind every command's ``--start-time``.
+    Raises ``ValueError`` (one line) for anything else.
 
-    Example: parse_start_time("2026-10-01T09:30:00", tz="Europe/Berlin")
+    Example: parse_start_time("2026-12-01T20:25:06Z") == 1796156706.0
+    """
+    return parse_start_datetime(text, tz).timestamp()
+
+
+def parse_start_datetime(text: str | float, tz: str | None = None):  # noqa: ANN201
+    """:func:`parse_start_time` as an aware UTC datetime.
+
+    Example: parse_start_datetime("2026-10-01T09:30:00", tz="Europe/Berlin")
     """
     from datetime import UTC, datetime
 
+    s = str(text).strip()
     try:
         return datetime.fromtimestamp(float(s), UTC)
     except (TypeError, ValueError, OverflowError, OSError):
         pass
     try:
-        dt = datetime.fromisoformat(s.strip().replace("Z", "+00:00"))
+        dt = datetime.fromisoformat(s.replace("Z", "+00:00").replace("z", "+00:00"))
     except ValueError as e:
         raise ValueError(f"bad start time {s!r}: expected ISO 8601, e.g. "
-                         "2026-10-01T09:30:00+02:00") from e
+                         "2026-10-01T09:30:00+02:00 or 2026-10-01T07:30:00Z, or Unix "
+                         "seconds") from e
     if dt.tzinfo is None:
         dt = dt.replace(tzinfo=parse_tz(tz))
     return dt.astimezone(UTC)
@@ -72,33 +84,39 @@ def _relative_rows(df: pl.DataFrame) -> pl.Expr:
 
 def anchor_start(logs, start, tz: str | None = None):  # noqa: ANN001, ANN201
     """Anchor llama-server's relative clock (time since process start) to a wall clock the
-    user knows: ``start`` (an ISO 8601 string or an aware datetime) is the server's start, the
-    zero of the first run's clock in each file. Rows that had only the file's mtime (or no wall
-    clock at all) get ``ts = start + t_rel`` and ``ts_source = "anchored:start-time"``
-    (``ts_inferred`` false); rows with a clock of their own (Unix stamps, journald/docker
-    wrappers) keep it. ``requests`` ``ts_start``/``ts_end`` follow. Later runs of a file keep
-    their anchors.
+    user knows: ``start`` (an ISO 8601 string, Unix seconds or an aware datetime) is the
+    server's start, the zero of the first run's clock in each file; a dict ``{file: start}``
+    gives each file its own (files not in it are left alone). Rows that had only the file's
+    mtime (or no wall clock at all) get ``ts = start + t_rel`` and ``ts_source =
+    "anchored:start-time"`` (``ts_inferred`` false); rows with a clock of their own (Unix
+    stamps, journald/docker wrappers) keep it. ``requests`` ``ts_start``/``ts_end`` follow.
+    Later runs of a file keep their anchors.
 
     Example: anchor_start(logscope.read("copied.log"), "2026-10-01T09:30:00+02:00")
     """
     from dataclasses import replace
     from datetime import datetime
 
-    if not isinstance(start, datetime):
-        start = parse_start_time(str(start), tz)
-    start_us = int(start.timestamp() * 1_000_000)
+    def us(v) -> int:  # noqa: ANN001
+        return int((v if isinstance(v, datetime) else parse_start_datetime(v, tz)).timestamp()
+                   * 1_000_000)
+
+    per_file = {f: us(v) for f, v in start.items()} if isinstance(start, dict) else None
+    start_us = None if per_file is not None else us(start)
     firsts: dict[str, int] = {}
     for df in logs.tables.values():
         if {"t_rel", "ts_source", "run", "file"} <= set(df.columns) and df.height:
             got = df.filter(_relative_rows(df)).group_by("file").agg(pl.col("run").min())
             for f, r in got.iter_rows():
-                if r is not None:
+                if r is not None and (per_file is None or f in per_file):
                     firsts[f] = min(firsts.get(f, r), r)
     if not firsts:
         return logs
-    first = pl.DataFrame({"file": list(firsts), "_first": list(firsts.values())},
-                         schema={"file": pl.String, "_first": pl.Int64})
-    ts = (pl.lit(start_us) + (pl.col("t_rel") * 1e6).round(0).cast(pl.Int64)).cast(
+    first = pl.DataFrame({"file": list(firsts), "_first": list(firsts.values()),
+                          "_start": [per_file[f] if per_file is not None else start_us
+                                     for f in firsts]},
+                         schema={"file": pl.String, "_first": pl.Int64, "_start": pl.Int64})
+    ts = (pl.col("_start") + (pl.col("t_rel") * 1e6).round(0).cast(pl.Int64)).cast(
         pl.Datetime("us", "UTC"))
     out = {}
     for name, df in logs.tables.items():
@@ -113,15 +131,16 @@ def anchor_start(logs, start, tz: str | None = None):  # noqa: ANN001, ANN201
                                 .cast(df.schema["ts_source"]).alias("ts_source"),
                                 *([pl.when(hit).then(False).otherwise(pl.col("ts_inferred"))
                                    .alias("ts_inferred")] if "ts_inferred" in cols else []))
-                  .drop("_first"))
+                  .drop("_first", "_start"))
         elif name == "requests" and {"t_start", "t_end", "ts_start", "ts_end", "run"} <= cols:
             hit = pl.col("run").cast(pl.Int64) == pl.col("_first")
             df = df.join(same_dtypes(first, df, ["file"]), on="file", how="left",
                          maintain_order="left").with_columns(
                 *[pl.when(hit & pl.col(t).is_not_null()).then(
-                    (pl.lit(start_us) + (pl.col(t) * 1e6).round(0).cast(pl.Int64))
+                    (pl.col("_start") + (pl.col(t) * 1e6).round(0).cast(pl.Int64))
                     .cast(pl.Datetime("us", "UTC"))).otherwise(pl.col(w)).alias(w)
-                  for t, w in (("t_start", "ts_start"), ("t_end", "ts_end"))]).drop("_first")
+                  for t, w in (("t_start", "ts_start"), ("t_end", "ts_end"))]
+            ).drop("_first", "_start")
         out[name] = df
     return replace(logs, tables=out)
 
@@ -194,7 +213,7 @@ def clock_summary(logs, tz: str | None = None) -> list[dict]:  # noqa: ANN001
         if src.get("anchored:mtime"):
             notes.append(f"time since the server started, anchored to the file's modification "
                          f"time ({mt or 'unknown'}): a copied log shows the copy's date; "
-                         "--start-time ISO8601 (the server's start) anchors it")
+                         "--start-time (the server's start, ISO 8601 or Unix seconds) anchors it")
         if d["runs_without_clock"]:
             notes.append(f"{len(d['runs_without_clock'])} earlier server run(s) have no wall "
                          "clock (only the last run of a file is anchored to its mtime)")

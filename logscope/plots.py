@@ -94,10 +94,18 @@ def _fit_lines(ax, pts, fit, color, name, label):
 
 
 def _finish(ax) -> None:
-    """The common finish of a panel: a light grid, and a legend when something is labelled."""
+    """The common finish of a panel: a light grid, and a legend below it (outside the data)
+    when something is labelled."""
     ax.grid(True, alpha=0.3)
     if ax.get_legend_handles_labels()[0]:
-        ax.legend(fontsize=7)
+        _legend_below(ax)
+
+
+def _legend_below(ax, **kw) -> None:
+    """The panel's legend under its x label, outside the data."""
+    ax.legend(fontsize=7, title_fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16),
+              frameon=False,
+              **kw)
 
 def plot_prefill_curve(logs_list, labels=None, min_tokens: int = MIN_TOKENS) -> Figure:
     """Prefill t/s against context depth (log axis), points and the fit 1/(a + b·d)."""
@@ -152,7 +160,7 @@ def _draw_prefill(ax, logs_list, names, min_tokens: int = MIN_TOKENS) -> int:
     if hidden:
         ax.text(0.99, 0.01, f"{hidden} point(s) under {min_tokens} tokens not drawn",
                 transform=ax.transAxes, ha="right", va="bottom", fontsize=7, color="grey")
-    ax.legend(fontsize=7, loc="best")
+    _legend_below(ax)
     return drawn
 
 
@@ -198,19 +206,30 @@ def plot_compare(logs_list, labels=None) -> Figure:
 
 
 def plot_decode(logs_list, labels=None) -> Figure:
-    """Decode: t/s over time (tg_3s per slot, server windows), vs depth, and aggregate."""
+    """Decode: t/s over time (tg_3s per slot, server windows), vs depth, and aggregate; every
+    point coloured by the concurrency state it was measured in (logscope.plot_states: alone
+    on the GPU, beside a prefill, k decoding), one marker shape per log."""
+    from logscope.plot_states import aggregate_points, colors_for, request_points, window_points
+
     logs_list, names = _as_list(logs_list, labels)
-    fig = Figure(figsize=(13, 4.5), dpi=100, layout="constrained")
+    fig = Figure(figsize=(14, 5.6), dpi=100, layout="constrained")
     ax_t, ax_d, ax_a = fig.subplots(1, 3)
+    data = [(request_points(lg, n), window_points(lg, n), aggregate_points(lg, n))
+            for lg, n in zip(logs_list, names, strict=True)]
+    states = [x for req, win, agg in data for df in (req, win, agg)
+              for x in df["state"].drop_nulls().to_list()]
+    color = colors_for(states)
+
+    def c_of(df: pl.DataFrame) -> list[str]:
+        return [color.get(st, "grey") for st in df["state"].to_list()]
+
     drawn = 0
-    for i, (lg, name) in enumerate(zip(logs_list, names, strict=True)):
-        c = COLORS[i % len(COLORS)]
-        win = decode_windows(lg, name)
-        req = decode_requests(lg, name)
-        agg = decode_aggregate(lg, name)
+    kinds: set[str] = set()
+    for i, (name, (req, win, agg)) in enumerate(zip(names, data, strict=True)):
+        mk = MARKERS[i % len(MARKERS)]
         for key, g in win.group_by(["source", "slot"], maintain_order=True):
             src, slot = key
-            # one line per slot, broken (NaN) between its requests
+            # a thin grey line per slot, broken (NaN) between its requests, points by state
             g = g.sort("file", "run", "task", "t", nulls_last=True)
             brk = (pl.col("task") != pl.col("task").shift(1)) | (
                 pl.col("run") != pl.col("run").shift(1)) | (
@@ -223,88 +242,157 @@ def plot_decode(logs_list, labels=None) -> Figure:
                     ys.append(np.nan)
                 xs.append(t)
                 ys.append(v)
-            what = f"slot {slot} tg_3s" if src == "llama:tg_3s" else f"{src} (window avg)"
-            (ln,) = ax_t.plot(xs, ys, marker=".", lw=1, color=c,
-                              ls="-" if (slot or 0) % 2 == 0 else ":", label=f"{name}: {what}")
-            ln.set_gid(f"{name}|{src}|slot{slot}")
+            ax_t.plot(xs, ys, lw=0.8, color="0.75", zorder=1)
+            sc = ax_t.scatter(g["t"].to_numpy(), g["tps"].to_numpy(), c=c_of(g), marker=mk,
+                              s=16, zorder=3)
+            sc.set_gid(f"{name}|{src}|slot{slot}")
+            kinds.add("tg_3s" if src == "llama:tg_3s" else "window")
             drawn += g.height
         if req.height:
-            sc = ax_d.scatter(req["depth"].to_numpy(), req["decode_tps"].to_numpy(), color=c,
-                              s=36, label=f"{name}: per request, exact (n={req.height})",
-                              zorder=3)
+            sc = ax_d.scatter(req["depth"].to_numpy(), req["decode_tps"].to_numpy(),
+                              c=c_of(req), marker=mk, s=40, edgecolors="black", linewidths=0.6,
+                              zorder=4)
             sc.set_gid(f"{name}|llama:request")
+            kinds.add("request")
             drawn += req.height
         wd = win.filter(pl.col("depth").is_not_null())
         if wd.height:
             sc = ax_d.scatter(wd["depth"].to_numpy(), wd["tps"].to_numpy(), facecolors="none",
-                              edgecolors=c, s=14, label=f"{name}: windows")
+                              edgecolors=c_of(wd), marker=mk, s=16, zorder=3)
             sc.set_gid(f"{name}|windows")
         seg = agg.filter(pl.col("t1") > pl.col("t0")).sort("t0")
         if seg.height:
             xs, ys = _steps(seg)
-            (ln,) = ax_a.plot(xs, ys, color=c, lw=1.5,
-                              label=f"{name}: sum of exact per-request rates")
-            ln.set_gid(f"{name}|aggregate")
+            ax_a.plot(xs, ys, color="0.75", lw=0.8, zorder=1)
+            t00 = float(seg["t0"].min())
+            lc = ax_a.hlines(seg["tps"].to_numpy(), seg["t0"].to_numpy() - t00,
+                             seg["t1"].to_numpy() - t00, colors=c_of(seg), lw=3, zorder=3)
+            lc.set_gid(f"{name}|aggregate")
+            # a dot where each stretch starts: a stretch too short for a visible bar still shows
+            sc = ax_a.scatter(seg["t0"].to_numpy() - t00, seg["tps"].to_numpy(), c=c_of(seg),
+                              marker=mk, s=10, zorder=4)
+            sc.set_gid(f"{name}|aggregate_starts")
         wins = agg.filter(pl.col("t1") == pl.col("t0"))
         if wins.height:
-            (ln,) = ax_a.plot(wins["t0"].to_numpy(), wins["tps"].to_numpy(), color=c, ls="--",
-                              marker=".", label=f"{name}: server window avg")
-            ln.set_gid(f"{name}|aggregate_windows")
+            ax_a.plot(wins["t0"].to_numpy(), wins["tps"].to_numpy(), color="0.75", lw=0.8,
+                      zorder=1)
+            sc = ax_a.scatter(wins["t0"].to_numpy(), wins["tps"].to_numpy(), c=c_of(wins),
+                              marker=mk, s=16, zorder=3)
+            sc.set_gid(f"{name}|aggregate_windows")
     if drawn == 0:
         raise NoData(f"no decode data in {_files(logs_list)}")
-    ax_t.set_title("Decode t/s over time\n(llama tg_3s: ~3 s window per slot)", fontsize=10)
-    ax_t.set_xlabel("time since first window (s)")
+    what = {"tg_3s": "llama tg_3s: one slot, ~3 s window",
+            "window": "server window: all running"}
+    ax_t.set_title("Decode t/s over time" + "".join(
+        f"\n({x})" for x in ["; ".join(what[k] for k in sorted(kinds) if k in what)] if x),
+        fontsize=10)
+    ax_t.set_xlabel("time since first window (s, or line number without a clock)")
     ax_t.set_ylabel("decode t/s")
-    ax_d.set_title("Decode t/s vs context depth\n(filled: exact per request)", fontsize=10)
+    ax_d.set_title("Decode t/s vs context depth\n(per stream; SGLang/vLLM windows: all "
+                   "running)" if "window" in kinds else "Decode t/s vs context depth\n"
+                   "(per stream)", fontsize=10)
     ax_d.set_xlabel("context depth (tokens)")
     ax_d.xaxis.set_major_formatter(_kfmt)
-    ax_a.set_title("Aggregate decode across concurrent requests", fontsize=10)
+    ax_a.set_title("Aggregate decode t/s\n(all streams decoding at once)", fontsize=10)
     ax_a.set_xlabel("time since first decode (s)")
     ax_a.set_ylabel("aggregate t/s")
     for ax in (ax_t, ax_d, ax_a):
-        ax.set_ylim(bottom=0)
-        _finish(ax)
+        ax.grid(True, alpha=0.3)
+    why = {ax_t: "no decode windows in the log\n(llama-server prints tg_3s every ~3 s of a "
+                 "request's decoding:\nthese requests decoded for less)",
+           ax_d: "no decode point with a known depth",
+           ax_a: "no aggregate: no request's decode time is known"}
+    for ax in (ax_t, ax_d, ax_a):
+        ys = [o[:, 1] for o in (c.get_offsets() for c in ax.collections) if len(o)]
+        if not ys:  # say in the panel why it has no data, without empty axes
+            ax.set_axis_off()
+            ax.text(0.5, 0.5, why[ax], ha="center", va="center", transform=ax.transAxes,
+                    color="grey", fontsize=9)
+            continue
+        top = float(np.nanmax(np.concatenate(ys)))
+        ax.set_ylim(0, top * 1.08 if top > 0 else 1)
+    _state_legend(fig, color, names if len(names) > 1 else None, kinds)
     return fig
+
+
+MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*"]
+
+
+def _state_legend(fig, color: dict[str, str], names: list[str] | None = None,
+                  kinds: set[str] | None = None) -> None:
+    """One legend below the panels: a colour per concurrency state, what each mark is (and a
+    marker per log)."""
+    from matplotlib.lines import Line2D
+
+    handles = [Line2D([], [], ls="", marker="o", markersize=7, color=c, label=s)
+               for s, c in color.items()]
+    kinds = kinds or set()
+    if "request" in kinds:
+        handles.append(Line2D([], [], ls="", marker="o", markersize=8, color="white",
+                              markeredgecolor="black", label="one request, exact (its "
+                              "state: where it decoded most)"))
+    if kinds & {"tg_3s", "window"}:
+        handles.append(Line2D([], [], ls="", marker="o", markersize=6, color="white",
+                              markeredgecolor="grey", label="window average (vs depth)"))
+    if "request" in kinds:
+        handles.append(Line2D([], [], lw=3, color="grey", label="aggregate: a stretch with the "
+                              "same streams decoding"))
+    for i, n in enumerate(names or []):
+        handles.append(Line2D([], [], ls="", marker=MARKERS[i % len(MARKERS)], markersize=7,
+                              color="grey", label=n))
+    if handles:
+        fig.legend(handles=handles, loc="outside lower center", ncols=min(len(handles), 5),
+                   fontsize=8, title="colour: requests decoding at once (concurrency state)"
+                   + ("; marker: log" if names else ""), title_fontsize=8, frameon=False)
 
 
 def plot_acceptance(logs_list, labels=None) -> Figure:
     """Speculative decoding: acceptance rate and mean accepted length, vs depth and over time.
 
-    Top row: against context depth, per request (llama-server, exact). Bottom row: over time,
-    per request (exact, at the request's start) and per window (SGLang/vLLM, server window
-    averages). A third column shows acceptance per draft position when the log prints it.
+    Against context depth, per request (llama-server, exact): a row drawn only when some log
+    has per-request lines. Over time: per request (exact, at the request's start) and per
+    window (SGLang/vLLM, server window averages). A third column shows acceptance per draft
+    position when the log prints it. Titles and legends name only what is drawn.
     """
     logs_list, names = _as_list(logs_list, labels)
     per_pos = [acceptance_per_position(lg, n) for lg, n in zip(logs_list, names, strict=True)]
+    reqs = [acceptance_requests(lg, n) for lg, n in zip(logs_list, names, strict=True)]
+    wins = [acceptance_windows(lg, n) for lg, n in zip(logs_list, names, strict=True)]
     has_pp = any(pp.height for pp in per_pos)
+    has_req = any(r.height for r in reqs)
     ncol = 3 if has_pp else 2
-    fig = Figure(figsize=(5.2 * ncol, 8), dpi=100, layout="constrained")
-    axes = fig.subplots(2, ncol, squeeze=False)
-    ax_r, ax_l = axes[0, 0], axes[0, 1]
-    ax_rt, ax_lt = axes[1, 0], axes[1, 1]
+    nrow = 2 if has_req else 1
+    fig = Figure(figsize=(5.2 * ncol, 4.6 * nrow + 0.6), dpi=100, layout="constrained")
+    axes = fig.subplots(nrow, ncol, squeeze=False)
+    ax_r, ax_l = (axes[0, 0], axes[0, 1]) if has_req else (None, None)
+    ax_rt, ax_lt = axes[nrow - 1, 0], axes[nrow - 1, 1]
     drawn = 0
-    for i, (lg, name) in enumerate(zip(logs_list, names, strict=True)):
+    what_t = {"rate": set(), "mean_len": set()}
+    for i, (name, r, w, pp) in enumerate(zip(names, reqs, wins, per_pos, strict=True)):
         c = COLORS[i % len(COLORS)]
-        r = acceptance_requests(lg, name)
         if r.height:
-            lab = f"{name}: per request, exact (n={r.height})"
             ml = r.drop_nulls("mean_len")
             for ax, df, x, y, gid in ((ax_r, r, "depth", "rate", "rate"),
                                       (ax_rt, r, "t", "rate", "rate_time"),
                                       (ax_l, ml, "depth", "mean_len", "mean_len"),
                                       (ax_lt, ml, "t", "mean_len", "mean_len_time")):
-                sc = ax.scatter(df[x].to_numpy(), df[y].to_numpy(), color=c, s=36, label=lab)
+                if df.height == 0:
+                    continue
+                sc = ax.scatter(df[x].to_numpy(), df[y].to_numpy(), color=c, s=36,
+                                label=f"{name}: per request, exact (n={df.height})")
                 sc.set_gid(f"{name}|llama:request|{gid}")
+                if x == "t":
+                    what_t[y].add("points: exact per request")
             drawn += r.height
-        w = acceptance_windows(lg, name)
         for col_name, ax in (("rate", ax_rt), ("mean_len", ax_lt)):
             ww = w.drop_nulls(col_name)
             if ww.height:
                 (ln,) = ax.plot(ww["t"].to_numpy(), ww[col_name].to_numpy(), color=c, ls="--",
-                                marker=".", label=f"{name}: {ww['source'][0]} (window avg)")
+                                marker=".", label=f"{name}: {ww['source'][0]} window avg "
+                                f"(n={ww.height})")
                 ln.set_gid(f"{name}|windows|{col_name}")
+                what_t[col_name].add("dashed: server window avg")
                 drawn += ww.height
-        pp = per_pos[i]
         if pp.height:
             m = pp.group_by("position").agg(pl.col("rate").mean()).sort("position")
             (ln,) = axes[0, 2].plot(m["position"].to_numpy(), m["rate"].to_numpy(), color=c,
@@ -313,32 +401,32 @@ def plot_acceptance(logs_list, labels=None) -> Figure:
             ln.set_gid(f"{name}|per_position")
     if drawn == 0:
         raise NoData(f"no speculative decoding data in {_files(logs_list)}")
-    ax_r.set_title("Draft acceptance rate vs depth\n(accepted / drafted, exact per request)",
-                   fontsize=10)
-    ax_l.set_title("Mean accepted length vs depth\n(tokens per decode step, exact per request)",
-                   fontsize=10)
-    ax_rt.set_title("Acceptance rate over time\n(points: exact per request; lines: window avg)",
-                    fontsize=10)
-    ax_lt.set_title("Mean accepted length over time\n(points: exact per request; lines: "
-                    "window avg)", fontsize=10)
-    for ax in (ax_r, ax_l):
-        ax.set_xlabel("context depth (tokens)")
-        ax.xaxis.set_major_formatter(_kfmt)
-        if not ax.collections:
-            ax.text(0.5, 0.5, "no per-request data (server windows only)", ha="center",
-                    va="center", transform=ax.transAxes, color="grey")
-    for ax in (ax_rt, ax_lt):
+    if has_req:
+        ax_r.set_title("Draft acceptance rate vs depth\n(accepted / drafted, exact per "
+                       "request)", fontsize=10)
+        ax_l.set_title("Mean accepted length vs depth\n(tokens per decode step, exact per "
+                       "request)", fontsize=10)
+        for ax in (ax_r, ax_l):
+            ax.set_xlabel("context depth (tokens)")
+            ax.xaxis.set_major_formatter(_kfmt)
+    for ax, title, key in ((ax_rt, "Acceptance rate over time", "rate"),
+                           (ax_lt, "Mean accepted length over time", "mean_len")):
+        ax.set_title(title + ("\n(" + "; ".join(sorted(what_t[key])) + ")"
+                              if what_t[key] else "\n(no value in the log)"), fontsize=10)
         ax.set_xlabel("time (s, or line number where the log has no clock)")
     for ax in (ax_r, ax_rt):
-        ax.set_ylim(0, 1.05)
+        if ax is not None:
+            ax.set_ylim(0, 1.05)
     for ax in (ax_l, ax_lt):
-        ax.set_ylim(bottom=0)
+        if ax is not None:
+            ax.set_ylim(bottom=0)
     if has_pp:
         axes[0, 2].set_title("Acceptance per draft position", fontsize=10)
         axes[0, 2].set_xlabel("draft position")
         axes[0, 2].set_ylim(0, 1.05)
         axes[0, 2].xaxis.set_major_locator(MaxNLocator(integer=True))
-        axes[1, 2].axis("off")
+        if nrow == 2:
+            axes[1, 2].axis("off")
     for ax in axes.ravel():
         if ax.axison:
             _finish(ax)
@@ -440,47 +528,62 @@ def card(logs, label: str | None = None) -> Figure:
             ax.set_xscale("log", base=2)
             ax.xaxis.set_major_formatter(_kfmt)
             ax.set_ylim(bottom=0)
-            ax.legend(fontsize=7)
+            _legend_below(ax, ncols=2)
             ax.set_title("Prefill t/s vs depth (filled: solo request, exact; grey: shared)",
                          fontsize=10)
         panels.append(("prefill", draw_prefill))
     else:
-        win = decode_windows(logs, name).filter(pl.col("source") != "llama:tg_3s")
+        from logscope.plot_states import colors_for, window_points
+
+        win = window_points(logs, name).filter(pl.col("source") != "llama:tg_3s")
         if win.height >= 2:
             def draw_win(ax):
-                (ln,) = ax.plot(win["t"].to_numpy(), win["tps"].to_numpy(), color=COLORS[2],
-                                marker=".", label="generation t/s (all running requests)")
-                ln.set_gid(f"{name}|decode_windows")
+                ax.plot(win["t"].to_numpy(), win["tps"].to_numpy(), color="0.75", lw=0.8,
+                        zorder=1)
+                color = colors_for(win["state"].drop_nulls().to_list())
+                for st, c in color.items():
+                    q = win.filter(pl.col("state") == st)
+                    sc = ax.scatter(q["t"].to_numpy(), q["tps"].to_numpy(), color=c, s=16,
+                                    zorder=3, label=f"{st} (windows: {q.height})")
+                    sc.set_gid(f"{name}|decode_windows|{st}")
                 ax.set_xlabel("time (s, or line number where the log has no clock)")
-                ax.legend(fontsize=7)
+                _legend_below(ax, ncols=3, title="colour: requests running in the window")
                 ax.set_ylim(bottom=0)
-                ax.set_title("Decode throughput over time (server window averages)",
-                             fontsize=10)
+                ax.set_title("Decode throughput over time (server window averages, all "
+                             "running requests)", fontsize=10)
             panels.append(("windows", draw_win))
         left_out.append(f"prefill curve: {pts.height} prefill stretch(es) of >= {MIN_TOKENS} "
                         "tokens (2 needed)")
 
-    dr = decode_requests(logs, name).filter(pl.col("depth") > 0)
+    from logscope.plot_states import colors_for, request_points
+
+    dr = request_points(logs, name).filter(pl.col("depth") > 0)
     t3 = decode_windows(logs, name).filter(pl.col("source") == "llama:tg_3s")
     if dr.height >= 2:
         def draw_dec(ax):
-            sc = ax.scatter(dr["depth"].to_numpy(), dr["decode_tps"].to_numpy(),
-                            color=COLORS[2], s=30)
-            sc.set_gid(f"{name}|decode")
+            color = colors_for(dr["state"].drop_nulls().to_list())
+            for st, c in color.items():
+                q = dr.filter(pl.col("state") == st)
+                sc = ax.scatter(q["depth"].to_numpy(), q["decode_tps"].to_numpy(), color=c,
+                                s=30, label=f"{st} (n={q.height})")
+                sc.set_gid(f"{name}|decode|{st}")
             ax.xaxis.set_major_formatter(_kfmt)
             ax.set_xlabel("context depth (tokens)")
-            ax.set_title("Decode t/s vs depth (exact per request)", fontsize=10)
-            ax.set_ylim(bottom=0)
+            ax.set_title("Decode t/s vs depth (exact per request;\ncolour: streams decoding "
+                         "at once)", fontsize=10)
+            ax.set_ylim(0, 1.08 * float(dr["decode_tps"].max()))
+            _legend_below(ax)
         panels.append(("decode", draw_dec))
     elif t3.height >= 2:
         def draw_t3(ax):
-            for (slot,), g in t3.group_by(["slot"], maintain_order=True):
+            for i, ((slot,), g) in enumerate(t3.group_by(["slot"], maintain_order=True)):
                 (ln,) = ax.plot(g["t"].to_numpy(), g["tps"].to_numpy(), marker=".",
-                                color=COLORS[2], label=f"slot {slot}")
+                                color=COLORS[i % len(COLORS)], label=f"slot {slot}")
                 ln.set_gid(f"{name}|tg_3s")
             ax.set_xlabel("time (s)")
             ax.set_ylim(bottom=0)
             ax.set_title("Decode t/s over time (tg_3s: ~3 s window per slot)", fontsize=10)
+            _legend_below(ax, ncols=4)
         panels.append(("tg_3s", draw_t3))
     else:
         tl = pressure_timeline(logs, name).drop_nulls("kv_usage")
@@ -490,6 +593,7 @@ def card(logs, label: str | None = None) -> Figure:
                                 color=COLORS[4], marker=".")
                 ln.set_gid(f"{name}|kv_usage")
                 ax.set_ylim(0, 1.05)
+                ax.set_xlabel("time (s, or line number where the log has no clock)")
                 ax.set_title("KV cache usage (server window values)", fontsize=10)
             panels.append(("kv", draw_kv))
         else:
@@ -529,6 +633,9 @@ def card(logs, label: str | None = None) -> Figure:
         elif h["acceptance"]["n"]:
             left_out.append(f"acceptance panel: {h['acceptance']['n']} request(s) with "
                             "acceptance, too few to draw against depth (figures in the text)")
+        elif any(k == "windows" for k, _ in panels):
+            left_out.append("acceptance panel: no speculative decoding in the log (the decode "
+                            "panel is already the aggregate of all running requests)")
         else:
             left_out.append("acceptance panel: no speculative decoding in the log; aggregate "
                             "panel: never two requests decoding together")
@@ -600,17 +707,30 @@ def card(logs, label: str | None = None) -> Figure:
     return fig
 
 
+PHASE_COLORS = {"prefill": "#D55E00", "decode": "#0072B2", "active": "#CC79A7",
+                "wait": "#BBBBBB"}
+PHASE_TEXT = {"prefill": "prefill: computing the prompt",
+              "decode": "decode: generating tokens",
+              "active": "cancelled before its timings: launch to release",
+              "wait": "wait: launched, nothing computed yet (slot held)"}
+
+
 def plot_power(logs_list, labels=None) -> Figure:
     """GPU power, SM clock and utilisation per GPU over the log's time, above the requests'
     prefill and decode stretches (one row per slot), for logs joined to telemetry
-    (:func:`logscope.telemetry.attach`); time 0 = the log's zero placed by its clock offset."""
+    (:func:`logscope.telemetry.attach`); time 0 = the log's zero placed by its clock offset.
+    Every line, bar and colour is named in a legend beside its panel."""
     from logscope.telemetry.energy import stretches
 
     logs_list, names = _as_list(logs_list, labels)
-    fig = Figure(figsize=(11, 8), dpi=100, layout="constrained")
+    fig = Figure(figsize=(12.5, 8.5), dpi=100, layout="constrained")
     ax_p, ax_c, ax_u, ax_r = fig.subplots(4, 1, sharex=True,
                                           gridspec_kw={"height_ratios": [3, 2, 2, 2]})
     drawn = 0
+    clocks = []
+    phases: set[str] = set()
+    many = len(logs_list) > 1
+    base, ticks = 0, {}
     for i, (lg, name) in enumerate(zip(logs_list, names, strict=True)):
         runs = lg.tables.get("energy_runs")
         samples = lg.tables.get("gpu_samples")
@@ -622,53 +742,71 @@ def plot_power(logs_list, labels=None) -> Figure:
             (pl.col("ts").dt.epoch("us").cast(pl.Float64) / 1e6 - off).alias("t"))
         lo, hi = -5.0, run["window_s"] + 5.0
         s = s.filter(pl.col("t").is_between(lo, hi))
+        who = f"{name}: " if many else ""
         for j, ((gpu,), g) in enumerate(s.sort("t").group_by(["gpu"], maintain_order=True)):
             c = COLORS[(i + j) % len(COLORS)]
-            tag = f"{name} GPU {gpu}"
-            for ax, col, gid in ((ax_p, "power_w", "power"), (ax_c, "sm_clock_mhz", "sm_clock"),
-                                 (ax_u, "util_gpu_pct", "util")):
+            tag = f"{who}GPU {gpu}"
+            for ax, col, gid, what in ((ax_p, "power_w", "power", "power.draw (1 s average)"),
+                                       (ax_c, "sm_clock_mhz", "sm_clock", "SM clock"),
+                                       (ax_u, "util_gpu_pct", "util", "utilisation")):
                 q = g.drop_nulls(col)
                 if q.height:
                     (ln,) = ax.plot(q["t"].to_numpy(), q[col].to_numpy(), color=c, lw=1,
-                                    label=tag)
+                                    label=f"{tag} {what}")
                     ln.set_gid(f"{name}|gpu{gpu}|{gid}")
                     drawn += q.height
             if g["power_limit_w"].drop_nulls().len():
-                ax_p.axhline(float(g["power_limit_w"].drop_nulls().median()), color=c, ls=":",
-                             lw=1, label=f"{tag} power limit")
+                lim = float(g["power_limit_w"].drop_nulls().median())
+                ax_p.axhline(lim, color=c, ls=":", lw=1,
+                             label=f"{tag} power limit {lim:.0f} W")
         if run["idle_w"] is not None:
-            ax_p.axhline(run["idle_w"], color="grey", ls="--", lw=1,
-                         label=f"{name}: idle {run['idle_w']:.0f} W")
+            ax_p.axhline(run["idle_w"], color=COLORS[i % len(COLORS)] if many else "grey",
+                         ls="--", lw=1,
+                         label=f"{who}idle {run['idle_w']:.0f} W (median power with no "
+                               "request active)")
         req = lg.tables.get("requests")
         if req is not None and req.height:
             st = stretches(req).filter(pl.col("file") == run["file"], pl.col("run") == run["run"],
                                        pl.col("t1") > pl.col("t0"))
-            colors = {"prefill": COLORS[1], "decode": COLORS[0], "active": COLORS[4],
-                      "wait": "lightgrey"}
+            slots = sorted({int(x) for x in st["slot"].drop_nulls().to_list()} or {0})
+            for k in slots:  # each log its own rows: bars of two logs never overlap
+                ticks[base + k] = f"{who}slot {k}" if many else str(k)
             for (phase, slot), g in st.sort("phase", "slot").group_by(["phase", "slot"],
                                                                       maintain_order=True):
-                y = (slot if slot is not None else 0) - 0.4
+                y = base + (slot if slot is not None else 0) - 0.4
                 spans = list(zip(g["t0"].to_list(), (g["t1"] - g["t0"]).to_list(), strict=True))
-                bars = ax_r.broken_barh(spans, (y, 0.8), color=colors.get(phase, "grey"))
+                bars = ax_r.broken_barh(spans, (y, 0.8),
+                                        color=PHASE_COLORS.get(phase, "grey"))
                 bars.set_gid(f"{name}|{phase}|slot{slot}")
-            for phase in st["phase"].unique(maintain_order=True).to_list():
-                ax_r.plot([], [], color=colors.get(phase, "grey"), lw=6, label=phase)
+                phases.add(phase)
+            base += slots[-1] + 2
         src = run["clock_offset_source"]
-        ax_p.set_title(f"GPU power (summed energy shared among requests: docs/energy.md); "
-                       f"clock: {src}", fontsize=10)
+        clocks.append(f"{who}{src}" + (f" (fit r = {run['clock_fit_r']:.2f}, "
+                                       f"±{run['clock_fit_spread_s']:.1f} s)"
+                                       if src == "estimated" and run["clock_fit_r"] is not None
+                                       else ""))
     if drawn == 0:
         raise NoData(f"no GPU telemetry joined to {_files(logs_list)}: give the nvidia-smi "
                      "CSV or dmon file with the log")
+    for phase in [p for p in PHASE_TEXT if p in phases]:
+        ax_r.plot([], [], color=PHASE_COLORS[phase], lw=8, label=PHASE_TEXT[phase])
+    ax_p.set_title("GPU power (its energy is shared among the requests computing: "
+                   "docs/energy.md)\nthe log placed on the telemetry's clock: "
+                   + "\n".join(clocks), fontsize=10)
     ax_p.set_ylabel("power (W)")
     ax_c.set_ylabel("SM clock (MHz)")
     ax_u.set_ylabel("utilisation (%)")
     ax_u.set_ylim(0, 105)
     ax_r.set_ylabel("slot")
-    ax_r.yaxis.set_major_locator(MaxNLocator(integer=True))
+    if ticks:
+        ax_r.set_yticks(list(ticks), list(ticks.values()), fontsize=7 if many else None)
     ax_r.set_xlabel("time since the log's zero (s)")
-    ax_r.set_title("Requests: prefill, decode (and waiting in the slot)", fontsize=10)
+    ax_r.set_title("Requests: one bar per request stretch, in its slot's row", fontsize=10)
     for ax in (ax_p, ax_c, ax_u, ax_r):
-        _finish(ax)
+        ax.grid(True, alpha=0.3)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0),
+                      frameon=False)
     return fig
 
 

@@ -66,8 +66,16 @@ def _quote_str(value: str) -> str:
 
 @contextmanager
 def connect(dataset: str | os.PathLike | None = None, logs: list[str] | None = None,
-            engine: str = "auto"):  # noqa: ANN201
-    """A DuckDB connection with one view per table (of ``dataset`` or of ``logs``)."""
+            engine: str = "auto", start_times: list[float] | None = None,
+            on_pairing=None):  # noqa: ANN001, ANN201
+    """A DuckDB connection with one view per table (of ``dataset`` or of ``logs``).
+
+    Telemetry files among ``logs`` (or ``LOG=CSV``) are joined as report joins them, each log
+    file to its own (:func:`logscope.telemetry.pairing.join_files`; ``start_times`` one per
+    log file or one for all; ``on_pairing`` receives the pairing line): ``requests`` carries
+    ``energy_j``, ``prefill_energy_j``, ``decode_energy_j`` (null without telemetry), and the
+    tables ``gpu_samples`` and ``energy_runs`` are there.
+    """
     duckdb = _duckdb()
     if (dataset is None) == (not logs):
         raise ValueError("give a dataset directory or log files (one of them)")
@@ -90,11 +98,23 @@ def connect(dataset: str | os.PathLike | None = None, logs: list[str] | None = N
                         f"union_by_name = true, hive_types = {{{hive}}})")
             else:
                 from .ingest import NoServerLines, read
+                from .telemetry.columns import null_energy
+                from .telemetry.pairing import split_args
 
+                paths, tele, explicit = split_args(list(logs))
                 try:
-                    frames = read(list(logs), engine=engine).tables
+                    lg = read(paths, engine=engine)
                 except NoServerLines as e:
-                    frames = e.args[0].tables
+                    lg = e.args[0]
+                if tele or explicit:
+                    from .telemetry.pairing import join_files
+
+                    lg, line = join_files(lg, tele, explicit=explicit, start_times=start_times)
+                    if line and on_pairing is not None:
+                        on_pairing(line)
+                else:
+                    lg = null_energy(lg)
+                frames = lg.tables
                 # Parquet, not con.register: registering a Polars frame needs pyarrow
                 for name, df in frames.items():
                     if name.startswith("_"):
@@ -109,9 +129,14 @@ def connect(dataset: str | os.PathLike | None = None, logs: list[str] | None = N
 
 
 def query(sql: str, dataset: str | os.PathLike | None = None, logs: list[str] | None = None,
-          engine: str = "auto") -> tuple[list[str], list[tuple[Any, ...]]]:
-    """Run one SQL statement; returns (column names, rows)."""
-    with connect(dataset, logs, engine) as con:
+          engine: str = "auto", start_times: list[float] | None = None,
+          on_pairing=None) -> tuple[list[str], list[tuple[Any, ...]]]:  # noqa: ANN001
+    """Run one SQL statement; returns (column names, rows). Telemetry among ``logs`` adds the
+    energy columns (:func:`connect`).
+
+    Example: query("SELECT sum(energy_j) FROM requests", logs=["server.log", "gpu.csv"])
+    """
+    with connect(dataset, logs, engine, start_times, on_pairing) as con:
         cur = con.execute(sql)
         if cur.description is None:
             return [], []

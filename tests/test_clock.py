@@ -15,7 +15,13 @@ import polars as pl
 import pytest
 
 import logscope
-from logscope.clock import anchor_start, apply_tz, clock_summary, parse_start_time
+from logscope.clock import (
+    anchor_start,
+    apply_tz,
+    clock_summary,
+    parse_start_datetime,
+    parse_start_time,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 SPEC = ROOT / "fixtures" / "llama-server" / "corpus" / "generated-spec-pilot-c32k-np2.log"
@@ -64,12 +70,14 @@ def test_start_time_anchors_the_relative_clock(copied, tmp_path):
 
 
 def test_tz_gives_the_zone_of_a_start_time_without_offset():
-    assert parse_start_time("2026-10-01T09:30:00", "Europe/Berlin") == datetime(
+    assert parse_start_datetime("2026-10-01T09:30:00", "Europe/Berlin") == datetime(
         2026, 10, 1, 7, 30, tzinfo=UTC)
-    assert parse_start_time("2026-10-01T09:30:00", "+08:00") == datetime(
+    assert parse_start_datetime("2026-10-01T09:30:00", "+08:00") == datetime(
         2026, 10, 1, 1, 30, tzinfo=UTC)
-    assert parse_start_time("2026-10-01T09:30:00") == datetime(2026, 10, 1, 9, 30, tzinfo=UTC)
-    assert parse_start_time("1790839800") == datetime(2026, 10, 1, 7, 30, tzinfo=UTC)  # Unix s
+    assert parse_start_datetime("2026-10-01T09:30:00") == datetime(2026, 10, 1, 9, 30, tzinfo=UTC)
+    assert parse_start_time("1790839800") == 1790839800.0  # Unix s
+    assert parse_start_time("2026-10-01T07:30:00Z") == 1790839800.0
+    assert parse_start_time("2026-10-01T09:30:00+02:00") == 1790839800.0
     a = anchor_start(logscope.read(str(SPEC)), "2026-10-01T09:30:00", tz="Europe/Berlin")
     b = anchor_start(logscope.read(str(SPEC)), "2026-10-01T07:30:00Z")
     assert a["eval"]["ts"].to_list() == b["eval"]["ts"].to_list()

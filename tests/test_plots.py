@@ -12,7 +12,14 @@ from logscope.analysis.decode import decode_aggregate, decode_requests, decode_w
 from logscope.analysis.prefill import fit_prefill, prefill_curve
 from logscope.analysis.pressure import pressure_events
 from logscope.analysis.spec import acceptance_requests
-from logscope.plots import card, plot_acceptance, plot_decode, plot_prefill_curve, plot_pressure
+from logscope.plots import (
+    card,
+    plot_acceptance,
+    plot_decode,
+    plot_power,
+    plot_prefill_curve,
+    plot_pressure,
+)
 from tests.conftest import CORPUS
 
 GPU = CORPUS / "generated-gpu-q8kv-c256k-np2.log"
@@ -75,14 +82,67 @@ def test_decode_plot_draws_windows_requests_and_aggregate(gpu):
     req = decode_requests(gpu, "gpu")
     same_points(arts["gpu|llama:request"], req["depth"].to_numpy(), req["decode_tps"].to_numpy())
     win = decode_windows(gpu, "gpu")
-    drawn = np.concatenate([np.asarray(a.get_data()[1], dtype=float)
-                            for g, a in arts.items() if "llama:tg_3s" in g])
-    assert sorted(drawn[~np.isnan(drawn)]) == sorted(win["tps"].to_list())
-    agg = decode_aggregate(gpu, "gpu")
-    y = arts["gpu|aggregate"].get_data()[1]
-    assert sorted(set(np.asarray(y)[~np.isnan(y)].tolist())) == sorted(set(agg["tps"].to_list()))
+    drawn = np.concatenate([offsets(a)[:, 1] for g, a in arts.items() if "llama:tg_3s" in g])
+    assert sorted(drawn) == sorted(win["tps"].to_list())
+    agg = decode_aggregate(gpu, "gpu").filter(pl.col("t1") > pl.col("t0"))
+    segs = arts["gpu|aggregate"].get_segments()
+    assert sorted(float(s[0][1]) for s in segs) == sorted(agg["tps"].to_list())
     assert any("window" in ax.get_title() for ax in fig.axes)
-    assert any("exact per request" in ax.get_title() for ax in fig.axes)
+    legend = " ".join(t.get_text() for lg in fig.legends for t in lg.get_texts())
+    assert "one request, exact" in legend and "window average" in legend
+
+
+def test_decode_points_are_coloured_by_concurrency_state():
+    """Each point's colour is its state's: the 4-stream requests of the pressure run share
+    one colour, the one that ran alone another, and the legend names every colour drawn."""
+    from matplotlib.colors import to_hex
+
+    from logscope.plot_states import ALONE, request_points
+    from tests.conftest import FIXTURES
+
+    logs = logscope.read(str(FIXTURES / "telemetry" / "h200"
+                             / "generated-gpu-pressure-np4-ctxshift.log"))
+    fig = plot_decode(logs, labels=["p"])
+    arts = artists(fig)
+    pts = request_points(logs, "p")
+    assert set(pts["state"]) == {"4 decoding", ALONE}
+    a = arts["p|llama:request"]
+    got = {tuple(np.round(o, 6)): to_hex(c) for o, c in zip(
+        offsets(a), a.get_facecolors(), strict=True)}
+    legend = {t.get_text(): to_hex(h.get_color()) for lg in fig.legends
+              for t, h in zip(lg.get_texts(), lg.legend_handles, strict=True)}
+    for r in pts.iter_rows(named=True):
+        assert got[(round(r["depth"], 6), round(r["decode_tps"], 6))] == legend[r["state"]]
+    assert legend["4 decoding"] != legend[ALONE]
+    assert len({to_hex(c) for g, x in arts.items() if "tg_3s" in g
+                for c in x.get_facecolors()}) >= 3  # windows at 4, 3, 2 streams and alone
+    # no line styles tell slots apart: every line drawn is solid
+    assert all(ln.get_linestyle() == "-" for ax in fig.axes for ln in ax.lines)
+
+
+def legends_outside(fig) -> None:
+    """Every legend lies outside every panel's data area."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    FigureCanvasAgg(fig)
+    fig.canvas.draw()
+    r = fig.canvas.get_renderer()
+    boxes = [ax.get_window_extent(r) for ax in fig.axes if ax.axison]
+    for lg in [*fig.legends, *(ax.get_legend() for ax in fig.axes)]:
+        if lg is None:
+            continue
+        lb = lg.get_window_extent(r)
+        for b in boxes:
+            assert not lb.overlaps(b), (lb, b)
+
+
+def test_legends_are_outside_the_data(gpu, spec):
+    from logscope.plots import plot_compare
+
+    for fig in (plot_decode(gpu), plot_acceptance(spec), card(gpu), plot_pressure(
+            logscope.read(str(SHIFT))), plot_prefill_curve([gpu, spec]),
+            plot_compare([gpu, spec], ["a", "b"])):
+        legends_outside(fig)
 
 
 def test_acceptance_plot(spec):
@@ -119,7 +179,13 @@ def test_card_is_forum_sized_and_labelled(gpu, tmp_path):
     assert "131072" in texts and "decode t/s" in texts
     arts = artists(fig)
     req = decode_requests(gpu, "gpu")
-    same_points(arts["gpu|decode"], req["depth"].to_numpy(), req["decode_tps"].to_numpy())
+    drawn = np.concatenate([offsets(a) for g, a in arts.items() if g.startswith("gpu|decode|")])
+    assert sorted(map(tuple, drawn.round(6))) == sorted(zip(
+        req["depth"].round(6), req["decode_tps"].round(6), strict=True))
+    legend = [t.get_text() for ax in fig.axes if ax.get_legend()
+              for t in ax.get_legend().get_texts()]
+    assert any(t.endswith(f"(n={req.height})") or "decoding" in t or "alone" in t
+               for t in legend)
     fig.savefig(tmp_path / "card.png")
 
 
@@ -131,6 +197,44 @@ def test_compare_overlay_has_one_series_per_log(gpu, spec):
         req = decode_requests(logs, lab)
         same_points(arts[f"{lab}|decode"], req["depth"].to_numpy(), req["decode_tps"].to_numpy())
         assert f"{lab}|llama:request" in arts and f"{lab}|fit" in arts
+
+
+def test_acceptance_plot_draws_what_it_says():
+    """A log with server windows only: no empty depth row; titles and legend name the dashed
+    window lines only, and n is the number drawn."""
+    from tests.conftest import FIXTURES
+
+    logs = logscope.read(str(FIXTURES / "sglang" / "v0.5.3.post2-eagle3-accept-rate.log"))
+    fig = plot_acceptance(logs, ["e"])
+    panels = [ax for ax in fig.axes if ax.axison]
+    assert len(panels) == 2 and all(ax.lines or ax.collections for ax in panels)
+    for ax in panels:
+        assert "window avg" in ax.get_title() and "per request" not in ax.get_title()
+        (ln,) = ax.lines
+        (text,) = [t.get_text() for t in ax.get_legend().get_texts()]
+        assert f"(n={len(ln.get_xdata())})" in text and ln.get_linestyle() == "--"
+
+
+def test_power_plot_names_every_bar_and_line():
+    from logscope.telemetry import read_with_telemetry
+    from logscope.telemetry.energy import stretches
+    from tests.conftest import FIXTURES
+
+    d = FIXTURES / "telemetry" / "h200" / "generated-gpu-pressure-np4-ctxshift"
+    logs = read_with_telemetry([f"{d}.log", f"{d}.smi.csv"])
+    fig = plot_power(logs, ["p"])
+    ax_p, _, _, ax_r = fig.axes
+    phases = set(stretches(logs["requests"]).filter(pl.col("t1") > pl.col("t0"))["phase"])
+    named = [t.get_text() for t in ax_r.get_legend().get_texts()]
+    assert len(named) == len(phases) and all(any(t.startswith(p) or p == "active"
+                                                 for t in named) for p in phases)
+    assert {c.get_facecolor()[0].tobytes() for c in ax_r.collections} == {
+        h.get_color() and np.asarray(__import__("matplotlib.colors").colors.to_rgba(
+            h.get_color())).tobytes() for h in ax_r.get_legend().get_lines()}
+    lines = [t.get_text() for t in ax_p.get_legend().get_texts()]
+    assert len(lines) == len(ax_p.lines) and any("idle" in t for t in lines)
+    assert "fit r" in ax_p.get_title()
+    legends_outside(fig)
 
 
 def test_acceptance_plot_per_position_and_windows():
@@ -151,3 +255,18 @@ def test_acceptance_plot_per_position_and_windows():
     w = acceptance_windows(vl, "v").drop_nulls("rate")
     assert np.allclose(arts["v|windows|rate"].get_data()[1], w["rate"].to_numpy())
     assert "v|llama:request|rate" not in arts
+
+
+def test_no_empty_panel():
+    """A panel either draws data or says in it why there is none (short requests: no tg_3s)."""
+    from tests.conftest import FIXTURES
+
+    logs = logscope.read(str(FIXTURES / "telemetry" / "h200" / "generated-gpu-colors-tty.log"))
+    for fig in (plot_decode(logs), card(logs)):
+        for ax in fig.axes:
+            if ax.axison:
+                assert ax.collections or ax.lines, ax.get_title()
+            else:
+                assert ax.texts or not ax.get_title(), ax.get_title()
+    ax_t = plot_decode(logs).axes[0]
+    assert not ax_t.axison and "no decode windows" in ax_t.texts[0].get_text()

@@ -92,3 +92,28 @@ def test_missing_duckdb_says_how_to_install(monkeypatch):
     r = CliRunner().invoke(cli, ["sql", "SELECT 1", SPEC])
     assert r.exit_code == 1
     assert "pip install duckdb" in r.output
+
+
+def test_logs_with_telemetry_have_the_energy_columns_of_report():
+    """``sql ... LOG CSV``: requests carry energy_j, prefill_energy_j, decode_energy_j as in
+    report's frames; energy_runs and gpu_samples are tables; without telemetry: nulls."""
+    from logscope.cli._common import read_each
+    from tests.conftest import FIXTURES
+
+    d = FIXTURES / "telemetry" / "h200" / "generated-gpu-pressure-np4-ctxshift"
+    cols, rows = query("SELECT task, energy_j, prefill_energy_j, decode_energy_j FROM requests "
+                       "ORDER BY task", logs=[f"{d}.log", f"{d}.smi.csv"])
+    with cli.make_context("report", [f"{d}.log"]):
+        (frame,) = read_each((f"{d}.log",))  # report's read, without telemetry: nulls
+    assert {"energy_j", "prefill_energy_j", "decode_energy_j"} <= set(frame["requests"].columns)
+    from logscope.telemetry import read_with_telemetry
+
+    want = read_with_telemetry([f"{d}.log", f"{d}.smi.csv"])["requests"].sort("task")
+    assert [r[0] for r in rows] == want["task"].to_list()
+    for i, c in enumerate(("energy_j", "prefill_energy_j", "decode_energy_j"), start=1):
+        assert [r[i] for r in rows] == pytest.approx(want[c].to_list(), nan_ok=True)
+    assert sum(r[1] for r in rows) > 0
+    _, n = query("SELECT count(*) FROM energy_runs", logs=[f"{d}.log", f"{d}.smi.csv"])
+    assert n == [(1,)]
+    _, nulls = query("SELECT count(energy_j), count(*) FROM requests", logs=[f"{d}.log"])
+    assert nulls[0][0] == 0 and nulls[0][1] == want.height

@@ -166,3 +166,35 @@ def test_no_traceback_from_the_real_process(tmp_path, case):
     assert "Traceback" not in r.stderr
     assert len(r.stderr.splitlines()) == 1 and r.stderr.startswith("Error:"), r.stderr
     assert r.stdout == ""
+
+
+H200 = CORPUS.parent.parent / "telemetry" / "h200"
+PRESSURE, COLORS = H200 / "generated-gpu-pressure-np4-ctxshift", H200 / "generated-gpu-colors-tty"
+
+
+def test_telemetry_of_another_run_is_one_error_line(tmp_path):
+    """A weak clock fit (the other run's telemetry) is an error naming the log, not a number."""
+    line = one_error(run("report", f"{COLORS}.log", f"{PRESSURE}.smi.csv"), 1,
+                     "generated-gpu-colors-tty.log", "--start-time", "fit r")
+    assert "ISO 8601" in line
+    one_error(run("card", f"{PRESSURE}.log", "--telemetry", f"{COLORS}.smi.csv", "-o",
+                  tmp_path / "c.png"), 1, "generated-gpu-pressure-np4-ctxshift.log",
+              "--start-time")
+
+
+@pytest.mark.parametrize("cmd", ["report", "compare", "card", "sql"])
+def test_bad_start_time_is_one_line_naming_iso(cmd, tmp_path):
+    log, tele = f"{COLORS}.log", f"{COLORS}.smi.csv"
+    args = {"report": ["report", log, tele], "compare": ["compare", log, log, tele],
+            "card": ["card", log, "--telemetry", tele, "-o", tmp_path / "c.png"],
+            "sql": ["sql", "SELECT 1", log, tele]}[cmd]
+    line = one_error(run(*args, "--start-time", "20:25 yesterday"), 2, "ISO 8601")
+    assert "not a valid float" not in line
+
+
+def test_start_times_and_telemetry_that_cannot_be_paired():
+    one_error(run("compare", f"{PRESSURE}.log", f"{COLORS}.log", f"{PRESSURE}.smi.csv",
+                  f"{COLORS}.smi.csv", "--start-time", "1", "--start-time", "2",
+                  "--start-time", "3"), 2, "--start-time given 3 times for 2 LOG(s)")
+    one_error(run("compare", f"{PRESSURE}.log", f"{COLORS}.log", LOG, f"{PRESSURE}.smi.csv",
+                  f"{COLORS}.smi.csv"), 1, "3 logs and 2 telemetry recordings", "LOG=CSV")

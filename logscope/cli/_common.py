@@ -37,7 +37,7 @@ def read_each(paths: tuple[str, ...], engine: str = "auto") -> list:
             raise click.ClickException(
                 f"no {what} lines in {p}; is this a server log?") from e
     from ._telemetry import attach_each  # GPU telemetry given with the logs (docs/energy.md)
-    return attach_each(out)
+    return attach_each(out, names=paths)
 
 
 def labels_for(paths: tuple[str, ...], labels: tuple[str, ...]) -> list[str]:

@@ -11,6 +11,37 @@ from __future__ import annotations
 import click
 
 _KEY = "logscope.telemetry"
+TZ_KEY = "logscope.tz"  # ingest's --tz (eager): the zone of a --start-time without offset
+
+
+class StartTime(click.ParamType):
+    """``--start-time``: when the server started, ISO 8601 (``2026-12-01T20:25:06Z``, with an
+    offset, or in ``--tz``/UTC without one) or Unix seconds; converted to Unix seconds by
+    :func:`logscope.clock.parse_start_time`, the one parser.
+
+    Example: ``click.option("--start-time", type=StartTime(), multiple=True)``
+    """
+
+    name = "start_time"
+
+    def convert(self, value, param, ctx):  # noqa: ANN001, ANN201
+        from ..clock import parse_start_time
+
+        if isinstance(value, float):
+            return value
+        tz = ctx.meta.get(TZ_KEY) if ctx is not None else None
+        try:
+            return parse_start_time(value, tz)
+        except ValueError as e:  # one Error line, exit 2, in every command (no usage text)
+            err = click.ClickException(f"--start-time: {e}")
+            err.exit_code = 2
+            raise err from None
+
+
+START_TIME_HELP = ("When the server started (the zero of the log's clock): ISO 8601, e.g. "
+                   "2026-12-01T20:25:06Z or with an offset, or Unix seconds; once per LOG in "
+                   "order, or once for all. Places the log on the telemetry's clock instead "
+                   "of the clock the log carries or the estimate.")
 
 
 def _store(name: str):
@@ -42,10 +73,9 @@ _OPTIONS = [
     click.option("--fields", expose_value=False, callback=_fields, metavar="LIST",
                  help="The --query-gpu field list of a --format=csv,noheader file "
                       "(timestamp,index,power.draw,...)."),
-    click.option("--start-time", "start_time", type=float, expose_value=False,
-                 callback=_store("start_time"), metavar="UNIX_S",
-                 help="Wall-clock time (Unix seconds) of the log's zero, instead of the clock "
-                      "the log carries or the estimate from the telemetry."),
+    click.option("--start-time", "start_time", type=StartTime(), multiple=True,
+                 expose_value=False, callback=_store("start_time"), metavar="TIME",
+                 help=START_TIME_HELP),
     click.option("--gpus", expose_value=False, callback=_gpus, metavar="LIST",
                  help="GPU indices the server used, e.g. 0,1 (default: every GPU in the "
                       "telemetry); their power is summed."),
@@ -67,15 +97,22 @@ def _opts() -> dict:
 
 
 def split_telemetry(paths: tuple[str, ...]) -> tuple[str, ...]:
-    """The LOG arguments that are server logs; telemetry files are kept for :func:`attach_each`.
+    """The LOG arguments that are server logs; telemetry files (and the right side of
+    ``LOG=CSV``) are kept for :func:`attach_each`.
 
     Example: ``split_telemetry(("server.log", "gpu.csv")) == ("server.log",)``
     """
     from .. import sources
     from ..telemetry import kind_of
+    from ..telemetry.pairing import split_pair
 
     logs, tele = [], list(_opts().get("telemetry") or ())
+    explicit: dict[int, list[str]] = {}
     for p in paths:
+        if (pr := split_pair(p)) is not None:
+            explicit.setdefault(len(logs), []).append(pr[1])
+            logs.append(pr[0])
+            continue
         try:
             hits = sources.expand([p])
         except sources.InputError:
@@ -90,26 +127,49 @@ def split_telemetry(paths: tuple[str, ...]) -> tuple[str, ...]:
         else:
             logs.append(p)
     _opts()["telemetry"] = tele
+    _opts()["explicit"] = explicit
     if not logs:
         raise click.UsageError("only telemetry files given: add the server log(s) they go with")
     return tuple(logs)
 
 
-def attach_each(frames: list, telemetry: list[str] | None = None) -> list:
-    """Join the telemetry of this command (or ``telemetry``) to each ingest: energy columns,
-    null without telemetry. User errors become one-line ClickExceptions."""
+def start_times(n_logs: int) -> list[float] | None:
+    """The ``--start-time`` values of this command, checked against the number of logs."""
+    got = list(_opts().get("start_time") or ())
+    if got and len(got) not in (1, n_logs):
+        err = click.ClickException(f"--start-time given {len(got)} times for {n_logs} LOG(s): "
+                                   "give it once (every LOG) or once per LOG, in order")
+        err.exit_code = 2
+        raise err
+    return got or None
+
+
+def attach_each(frames: list, telemetry: list[str] | None = None,
+                names: list[str] | tuple[str, ...] | None = None) -> list:
+    """Join the telemetry of this command (or ``telemetry``) to each ingest, each to its own
+    telemetry (:func:`logscope.telemetry.pairing.join_series`; the pairing said in one stderr
+    line): energy columns, null without telemetry. User errors become one-line
+    ClickExceptions."""
     from ..telemetry import null_energy
 
     o = _opts()
     tele = telemetry if telemetry is not None else (o.get("telemetry") or [])
-    if not tele:  # the energy model (numpy) is not imported for logs alone
+    explicit = o.get("explicit") or {}
+    starts = start_times(len(frames))
+    if not tele and not explicit:  # the energy model (numpy) is not imported for logs alone
         return [null_energy(lg) for lg in frames]
     from ..sources import InputError
-    from ..telemetry import ClockError, TelemetryError, attach, read_samples
+    from ..telemetry import ClockError, TelemetryError
+    from ..telemetry.pairing import PairingError, join_series
 
+    names = list(names or [f.files[0].file if f.files else f"log {i + 1}"
+                           for i, f in enumerate(frames)])
     try:
-        samples = read_samples(tele, fields=o.get("fields")) if tele else None
-        return [attach(lg, samples, start_time=o.get("start_time"), gpus=o.get("gpus"),
-                       net_of_idle=bool(o.get("net_of_idle"))) for lg in frames]
-    except (TelemetryError, ClockError, InputError) as e:
+        out, line = join_series(frames, names, list(tele), explicit=explicit,
+                                start_times=starts, fields=o.get("fields"), gpus=o.get("gpus"),
+                                net_of_idle=bool(o.get("net_of_idle")))
+    except (TelemetryError, ClockError, InputError, PairingError) as e:
         raise click.ClickException(str(e)) from e
+    if line:
+        click.echo(line, err=True)
+    return out

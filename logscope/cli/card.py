@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from ._common import check_output, engine_option, labels_for, no_data, read_each, save
-from ._telemetry import telemetry_options
+from ._telemetry import split_telemetry, telemetry_options
 
 
 @click.command()
@@ -18,10 +18,13 @@ def card(log, output, label, engine):
     """The configuration as the log tells it, prefill at 4k..128k, decode, acceptance, pressure.
 
     Example: logscope card server.log -o card.png
+
+    Example: logscope card server.log=gpu.csv -o card.png
     """
     from ..plots import card as card_fig
 
     check_output(output)
+    (log,) = split_telemetry((log,))  # LOG=CSV pairs the log with its telemetry
     name = labels_for((log,), (label,) if label else ())[0]
     logs = read_each((log,), engine)[0]
     save(no_data(card_fig, logs, name), output)

@@ -9,6 +9,19 @@ from pathlib import Path
 import click
 
 from ..grammar import ENGINES
+from ._telemetry import TZ_KEY, StartTime
+
+
+def _keep_tz(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    from .. import clock
+
+    if value:
+        try:
+            clock.parse_tz(value)
+        except ValueError as e:
+            raise click.BadParameter(str(e), ctx, param) from None
+    ctx.meta[TZ_KEY] = value
+    return value
 
 
 class OneLineErrors(click.Command):
@@ -44,15 +57,16 @@ class OneLineErrors(click.Command):
               help="Which server printed the log; auto decides per line.")
 @click.option("--json", "as_json", is_flag=True,
               help="Print the JSON summary (DESIGN.md contract).")
-@click.option("--start-time", "start_time", default=None, metavar="ISO8601",
+@click.option("--start-time", "start_time", type=StartTime(), multiple=True, metavar="TIME",
               help="When the server started (llama-server's clock is time since its start; "
                    "without this the wall clock comes from the file's modification time), "
-                   "e.g. 2026-10-01T09:30:00+02:00 (or Unix seconds).")
-@click.option("--tz", "tz", default=None, metavar="ZONE",
+                   "ISO 8601 e.g. 2026-10-01T09:30:00+02:00, or Unix seconds; once per log "
+                   "file in order, or once for all.")
+@click.option("--tz", "tz", default=None, metavar="ZONE", is_eager=True, callback=_keep_tz,
               help="Zone of a --start-time without offset and of local times a log prints "
                    "without one (SGLang, vLLM); default UTC. E.g. Europe/Berlin, +08:00.")
 def ingest(paths: tuple[str, ...], out: str | None, dataset: str | None, workers: int | None,
-           scheduler: str | None, engine: str, as_json: bool, start_time: str | None = None,
+           scheduler: str | None, engine: str, as_json: bool, start_time: tuple[float, ...] = (),
            tz: str | None = None) -> None:
     """Parse server logs (files, globs, - for stdin, .gz) into event tables.
 
@@ -80,13 +94,7 @@ def ingest(paths: tuple[str, ...], out: str | None, dataset: str | None, workers
     from ..sources import InputError
     from ..store import OutputError
 
-    try:
-        start = clock.parse_start_time(start_time, tz) if start_time else None
-        if tz:
-            clock.parse_tz(tz)
-    except ValueError as e:
-        click.echo(f"Error: {e}", err=True)
-        sys.exit(2)
+    start = list(start_time) or None
     if dataset is not None:
         if start is not None or tz:
             click.echo("Error: --start-time and --tz are not used with --dataset", err=True)
@@ -103,16 +111,17 @@ def ingest(paths: tuple[str, ...], out: str | None, dataset: str | None, workers
         click.echo("Error: --scheduler is used with --dataset", err=True)
         sys.exit(2)
 
-    from ..telemetry import split_inputs
+    from ..telemetry.pairing import split_args
     from .progress import IngestProgress
 
     try:
-        paths, telemetry = split_inputs(paths)  # GPU telemetry files (docs/energy.md)
+        # GPU telemetry files, and LOG=CSV pairs (docs/energy.md)
+        paths, telemetry, explicit = split_args(list(paths))
         # --out streams a large log's tables to Parquet as they are made (memory flat in the
         # log's size); --tz, --start-time and telemetry rewrite finished tables, so they run in
         # memory
         stream = (out is not None and not tz and start is None and not telemetry
-                  and _large(paths))
+                  and not explicit and _large(paths))
         # the bar is erased when read returns or raises, before any message below
         with IngestProgress() as progress:
             if stream:
@@ -144,14 +153,23 @@ def ingest(paths: tuple[str, ...], out: str | None, dataset: str | None, workers
     if tz:
         logs = clock.apply_tz(logs, tz)
     if start is not None:
-        logs = clock.anchor_start(logs, start)
-    from ._telemetry import attach_each
+        files = [f.file for f in logs.files]
+        if len(start) not in (1, len(files)):
+            click.echo(f"Error: --start-time given {len(start)} times for {len(files)} log "
+                       "file(s): give it once (every file) or once per file, in order", err=True)
+            sys.exit(2)
+        logs = clock.anchor_start(logs, start[0] if len(start) == 1 else dict(
+            zip(files, start, strict=True)))
 
     if stream:
         if not as_json:
             click.echo(f"wrote {len(logs.tables)} tables to {out}/", err=True)
+    elif telemetry or explicit:  # tables gpu_samples, energy_runs; each file its own
+        logs = _join_telemetry(logs, telemetry, explicit, start)
     else:
-        logs = attach_each([logs], telemetry)[0]  # tables gpu_samples, energy_runs
+        from ..telemetry import null_energy
+
+        logs = null_energy(logs)
     if out and not stream:
         try:
             written = write_tables(logs.tables, Path(out))
@@ -166,6 +184,21 @@ def ingest(paths: tuple[str, ...], out: str | None, dataset: str | None, workers
         click.echo(summary_mod.render(logs))
         for line in clock.clock_notes(logs, tz):
             click.echo(line)
+
+
+def _join_telemetry(logs, telemetry: list[str], explicit: dict[str, list[str]],  # noqa: ANN001, ANN202
+                    start: list[float] | None):
+    from ..sources import InputError
+    from ..telemetry import ClockError, TelemetryError
+    from ..telemetry.pairing import PairingError, join_files
+
+    try:
+        logs, line = join_files(logs, telemetry, explicit=explicit, start_times=start)
+    except (TelemetryError, ClockError, InputError, PairingError) as e:
+        raise click.ClickException(str(e)) from e
+    if line:
+        click.echo(line, err=True)
+    return logs
 
 
 def _ingest_dataset(paths: tuple[str, ...], dataset: str, engine: str, workers: int | None,

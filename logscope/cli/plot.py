@@ -56,7 +56,9 @@ def prefill_curve_cmd(logs, output, labels, engine, datasets, wheres):
 @plot.command("decode")
 @_common
 def decode_cmd(logs, output, labels, engine, datasets, wheres):
-    """Decode t/s over time (tg_3s per slot), vs depth (exact per request), and aggregate.
+    """Decode t/s over time (tg_3s per slot), vs depth (exact per request), and aggregate;
+    every point coloured by its concurrency state (alone on the GPU, beside a prefill, k
+    streams decoding at once).
 
     Example: logscope plot decode server.log -o decode.png
     """

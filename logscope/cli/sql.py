@@ -12,6 +12,7 @@ import sys
 import click
 
 from ..grammar import ENGINES
+from ._telemetry import START_TIME_HELP, StartTime
 from .ingest import OneLineErrors
 
 
@@ -75,12 +76,17 @@ def render_json(cols: list[str], rows: list[tuple]) -> str:
               show_default=True, help="Output format (json: one array of row objects).")
 @click.option("--engine", type=click.Choice(["auto", *ENGINES]), default="auto", show_default=True,
               help="Which server printed the LOG files; auto decides per line.")
-def sql(query: str, logs: tuple[str, ...], dataset: str | None, fmt: str, engine: str) -> None:
+@click.option("--start-time", "start_time", type=StartTime(), multiple=True, metavar="TIME",
+              help=START_TIME_HELP)
+def sql(query: str, logs: tuple[str, ...], dataset: str | None, fmt: str, engine: str,
+        start_time: tuple[float, ...] = ()) -> None:
     """Run a DuckDB SQL QUERY over logscope's tables: one view per table (requests,
     prompt_eval, eval, draft_acceptance, retract, preemption, lines_classified, ...), from a
     --dataset directory (partition columns engine, host, date as strings) or from LOG files.
 
-    DuckDB is installed with logscope.
+    DuckDB is installed with logscope. nvidia-smi telemetry among the LOG files (or paired
+    as LOG=CSV) gives requests the energy columns report has (energy_j, prefill_energy_j,
+    decode_energy_j) and the tables gpu_samples and energy_runs (docs/energy.md).
 
     Prefill t/s by context depth bucket:
 
@@ -101,6 +107,9 @@ def sql(query: str, logs: tuple[str, ...], dataset: str | None, fmt: str, engine
     from ..sources import InputError
     from ..sql import MissingDuckDB
     from ..sql import query as run_query
+    from ..telemetry import TelemetryError
+    from ..telemetry.energy import ClockError
+    from ..telemetry.pairing import PairingError
 
     if dataset is not None and logs:
         click.echo("Error: give --dataset or LOG files, not both", err=True)
@@ -109,8 +118,10 @@ def sql(query: str, logs: tuple[str, ...], dataset: str | None, fmt: str, engine
         click.echo("Error: give --dataset DIR or LOG files to query", err=True)
         sys.exit(2)
     try:
-        cols, rows = run_query(query, dataset=dataset, logs=list(logs) or None, engine=engine)
-    except MissingDuckDB as e:
+        cols, rows = run_query(query, dataset=dataset, logs=list(logs) or None, engine=engine,
+                               start_times=list(start_time) or None,
+                               on_pairing=lambda line: click.echo(line, err=True))
+    except (MissingDuckDB, TelemetryError, ClockError, PairingError) as e:
         raise click.ClickException(str(e)) from e
     except InputError as e:
         click.echo(f"Error: {e}", err=True)

@@ -78,23 +78,35 @@ def read_samples(paths: list[str] | tuple[str, ...] | str, *,
 
 def read_with_telemetry(paths: list[str] | tuple[str, ...] | str, engine: str = "auto", *,
                         telemetry: list[str] | None = None, fields: list[str] | None = None,
-                        start_time: float | None = None, gpus: list[int] | None = None,
+                        start_time: float | str | None = None, gpus: list[int] | None = None,
                         net_of_idle: bool = False) -> Any:
     """``logscope.read`` of the server logs among ``paths``, joined to the telemetry files among
     them (and in ``telemetry``): tables ``gpu_samples``, ``energy_runs`` and the requests'
-    energy columns (null without telemetry).
+    energy columns (null without telemetry). Several log files: each is joined to its own
+    telemetry and its clock placed alone (:func:`logscope.telemetry.pairing.join_files`;
+    ``paths`` may hold ``LOG=CSV`` pairs); ``start_time`` (Unix s or ISO 8601) is each file's
+    server start.
 
     Example: ``read_with_telemetry(["server.log", "gpu.csv"])["requests"]["energy_j"]``
     """
     from ..ingest import read
+    from .pairing import join_files, split_args
 
-    logs_paths, tele = split_inputs(paths)
+    if isinstance(paths, str):
+        paths = [paths]
+    logs_paths, tele, explicit = split_args(list(paths))
     tele += list(telemetry or [])
     logs = read(logs_paths, engine=engine)
-    samples = read_samples(tele, fields=fields) if tele else None
-    from .energy import attach
+    if not tele and not explicit:
+        return null_energy(logs)
+    if start_time is not None and not isinstance(start_time, (int, float)):
+        from ..clock import parse_start_time
 
-    return attach(logs, samples, start_time=start_time, gpus=gpus, net_of_idle=net_of_idle)
+        start_time = parse_start_time(start_time)
+    logs, _ = join_files(logs, tele, explicit=explicit, fields=fields,
+                         start_times=None if start_time is None else [float(start_time)],
+                         gpus=gpus, net_of_idle=net_of_idle)
+    return logs
 
 
 READ_OPTIONS = ("out", "on_table", "progress", "chunk_bytes")  # logscope.ingest.read's own
@@ -104,15 +116,18 @@ def read(paths: list[str] | tuple[str, ...] | str, engine: str = "auto", **optio
     """``logscope.read``: server logs only, as before, unless telemetry is among ``paths`` (or
     given as ``telemetry=[...]``); then :func:`read_with_telemetry`."""
     from ..ingest import read as read_logs
+    from .pairing import split_args
 
-    logs_paths, tele = split_inputs(paths)
-    if not tele and not options.get("telemetry"):
+    if isinstance(paths, str):
+        paths = [paths]
+    _, tele, explicit = split_args(list(paths))
+    if not tele and not explicit and not options.get("telemetry"):
         return read_logs(paths, engine=engine, **{k: v for k, v in options.items()
                                                   if k in READ_OPTIONS})
     if options.get("out") is not None:
         raise ValueError("out= streams server logs only: telemetry is joined to the tables in "
                          "memory (read without out=, then write the tables)")
-    return read_with_telemetry(logs_paths, engine, telemetry=tele + list(
+    return read_with_telemetry(list(paths), engine, telemetry=list(
         options.pop("telemetry", None) or []), **options)
 
 

@@ -31,10 +31,18 @@ from .columns import ENERGY_COLUMNS, null_energy
 EXACT_CLOCK = ("unix", "wrapper", "anchored:wrapper", "anchored:start-time")
 UTIL_WINDOW_S = 0.5  # utilisation: the share of a short window before the sample that was busy
 POWER_WINDOW_S = 1.0  # power.draw / dmon pwr: an average over the last second
+# An estimated clock is used only when the fit is strong (bench/notes/telemetry.md: on the real
+# H200 runs every right pair has r >= 0.88, full coverage, spread <= 1.6 s; of 30 wrong pairs
+# none has r >= 0.7 with 90 % of the log's busy time inside the telemetry)
+MIN_FIT_R = 0.7  # correlation over the samples inside the log's busy span (± FIT_MARGIN_S)
+MIN_FIT_COVERAGE = 0.9  # share of the log's busy seconds inside the telemetry's span
+MAX_FIT_SPREAD_S = 10.0  # offsets scoring within 0.02 of the best lie at most this far apart
+FIT_MARGIN_S = 5.0
 RUN_SCHEMA: dict[str, Any] = {
     "file": pl.String, "run": pl.Int32, "clock_offset_s": pl.Float64,
     "clock_offset_source": pl.String, "clock_fit_r": pl.Float64,
-    "clock_fit_spread_s": pl.Float64, "gpus": pl.List(pl.Int16), "window_s": pl.Float64,
+    "clock_fit_spread_s": pl.Float64, "clock_fit_coverage": pl.Float64,
+    "gpus": pl.List(pl.Int16), "window_s": pl.Float64,
     "covered_s": pl.Float64, "total_j": pl.Float64, "idle_j": pl.Float64,
     "idle_w": pl.Float64, "net_of_idle": pl.Boolean, "mean_power_w": pl.Float64,
     "busy_power_w": pl.Float64, "power_limit_w": pl.Float64, "prefill_j": pl.Float64,
@@ -277,9 +285,13 @@ def estimate_offset(st: pl.DataFrame, power: Power, log_end: float) -> dict[str,
     the same for power over the 1 s before each sample (power.draw is a one-second average).
     Offsets are searched over the whole telemetry span, coarse to fine (down to 5 ms); a coarse
     step looks through a window at least as wide as the step, so no peak falls between steps.
-    Returns ``offset_s``, ``r`` (the best score over the number of signals used: a correlation) and
-    ``spread_s`` (how far apart the offsets scoring within 0.02 of the best lie: how sharply the
-    fit is pinned), or None without computing time or varying telemetry.
+    Returns ``offset_s``, ``score`` (the best score over the number of signals used: a
+    correlation over the whole telemetry), ``r`` (the same correlation at the best offset, over
+    the samples inside the log's busy span ± 5 s only: it does not fall when the telemetry also
+    recorded other runs), ``coverage`` (the share of the log's busy seconds inside the
+    telemetry's span) and ``spread_s`` (how far apart the offsets scoring within 0.02 of the
+    best lie: how sharply the fit is pinned), or None without computing time or varying
+    telemetry. :func:`weak_fit` says whether to trust it.
     """
     span = power.span
     busy = _Busy(st)
@@ -320,7 +332,37 @@ def estimate_offset(st: pl.DataFrame, power: Power, log_end: float) -> dict[str,
         fine = np.arange(best - 10 * step, best + 10 * step, step)
         sf = score(fine, step)
         best, top = float(fine[int(np.argmax(sf))]), max(top, float(sf.max()))
-    return {"offset_s": best, "r": top, "spread_s": float(near.max() - near.min())}
+    lo_t, hi_t = span
+    busy_s = float(busy.cum[-1])
+    inside = float(sum(max(0.0, min(b + best, hi_t) - max(a + best, lo_t)) for a, b in busy.m))
+    local = []
+    for (t, y), w in refs:
+        m = (t >= first + best - FIT_MARGIN_S) & (t <= last + best + FIT_MARGIN_S)
+        if m.sum() < 4:
+            continue
+        b = busy.fraction(t[m] - best, w)
+        ok = b.std() > 0 and y[m].std() > 0
+        local.append(float(np.corrcoef(b, y[m])[0, 1]) if ok else 0.0)
+    return {"offset_s": best, "score": top, "r": float(np.mean(local)) if local else 0.0,
+            "coverage": inside / busy_s if busy_s > 0 else 0.0,
+            "spread_s": float(near.max() - near.min())}
+
+
+def weak_fit(fit: dict[str, float]) -> str | None:
+    """Why an :func:`estimate_offset` result is too weak to place a log on the telemetry's
+    clock (a few words), or None when it is strong enough (thresholds: MIN_FIT_R,
+    MIN_FIT_COVERAGE, MAX_FIT_SPREAD_S; measured in bench/notes/telemetry.md).
+
+    Example: weak_fit({"r": 0.32, "coverage": 1.0, "spread_s": 33.0})
+    """
+    why = []
+    if fit["r"] < MIN_FIT_R:
+        why.append(f"fit r = {fit['r']:.2f} < {MIN_FIT_R}")
+    if fit["coverage"] < MIN_FIT_COVERAGE:
+        why.append(f"only {100 * fit['coverage']:.0f} % of its busy time inside the telemetry")
+    if fit["spread_s"] > MAX_FIT_SPREAD_S:
+        why.append(f"±{fit['spread_s']:.0f} s > ±{MAX_FIT_SPREAD_S:.0f} s")
+    return ", ".join(why) or None
 
 
 def _log_clock(logs, file: str, run: int) -> float | None:
@@ -355,49 +397,86 @@ def _run_ends(logs) -> pl.DataFrame:
 # attach telemetry to an ingest
 # ---------------------------------------------------------------------------------------------
 
-def attach(logs, samples: pl.DataFrame | None, *, start_time: float | None = None,
-           gpus: list[int] | None = None, net_of_idle: bool = False):
+def attach(logs, samples: pl.DataFrame | dict[str, pl.DataFrame] | None, *,
+           start_time: float | dict[str, float] | None = None,
+           gpus: list[int] | None = None, net_of_idle: bool = False, strict_clock: bool = True):
     """Join GPU telemetry to an ingest: ``gpu_samples``, ``energy_runs`` and the requests'
     ``energy_j``, ``prefill_energy_j``, ``decode_energy_j`` (null without telemetry).
 
-    ``start_time`` (Unix s) is the wall-clock time of the log's zero (every run of every file:
-    give it for a single-run log); ``gpus`` the GPU indices the server used (default: all in
-    the telemetry). Returns ``logs`` (its tables updated).
+    ``samples``: one ``gpu_samples`` frame for every file of ``logs``, or a dict ``{file:
+    frame}`` giving each log file its own telemetry (files not in it get no energy; see
+    :func:`logscope.telemetry.pairing.pair`). ``start_time`` (Unix s, or ``{file: Unix s}``)
+    is the wall-clock time of a file's zero, used for its first run (later runs of a file
+    take their clock from the log or the estimate). ``gpus``: the GPU indices the server
+    used (default: all in the telemetry). Each run's clock is placed alone; an estimate that
+    :func:`weak_fit` finds weak raises :class:`ClockError` naming the file (with
+    ``strict_clock=False`` the run gets no energy instead). Returns ``logs`` (tables updated).
 
     Example: ``attach(logscope.read("server.log"), read_samples(["gpu.csv"]))``
     """
     req = logs.tables.get("requests")
-    if samples is None:  # no telemetry: the energy columns only, null
+    if samples is None or (isinstance(samples, dict) and not samples):
         return null_energy(logs)
-    logs.tables["gpu_samples"] = samples
+    per_file = samples if isinstance(samples, dict) else None
+    every = (pl.concat(list({id(v): v for v in per_file.values()}.values()))
+             .unique(["file", "line", "gpu"], maintain_order=True)
+             .sort("gpu", "ts", "file", "line", nulls_last=True)
+             if per_file is not None else samples)
+    logs.tables["gpu_samples"] = every
     logs.tables["energy_runs"] = pl.DataFrame(schema=RUN_SCHEMA)
-    if req is None or req.height == 0 or "t_start" not in req.columns or samples.height == 0:
+    if req is None or req.height == 0 or "t_start" not in req.columns or every.height == 0:
         return null_energy(logs)
     req = req.drop([c for c in ENERGY_COLUMNS if c in req.columns])
-    power = Power(samples, gpus)
-    if not power.series:
-        raise ClockError("no power.draw samples in the telemetry"
-                         + (f" for GPU(s) {','.join(map(str, gpus))}" if gpus else ""))
+    powers: dict[int, Power] = {}
+
+    def power_of(file: str) -> Power | None:
+        s = per_file.get(file) if per_file is not None else samples
+        if s is None or s.height == 0:
+            return None
+        if id(s) not in powers:
+            p = Power(s, gpus)
+            if not p.series:
+                raise ClockError("no power.draw samples in the telemetry"
+                                 + (f" for GPU(s) {','.join(map(str, gpus))}" if gpus else ""))
+            powers[id(s)] = p
+        return powers[id(s)]
+
     st = stretches(req)
     ends = _run_ends(logs)
+    firsts = st.group_by("file").agg(pl.col("run").min())
+    first_run = dict(zip(firsts["file"].to_list(), firsts["run"].to_list(), strict=True))
     runs, parts = [], []
     for (file, run), one in st.group_by(["file", "run"], maintain_order=True):
+        power = power_of(file)
+        if power is None:
+            continue
         log_end = ends.filter(pl.col("file") == file, pl.col("run") == run)["t_end"]
         log_end = float(log_end.max()) if log_end.len() else float(one["t1"].max())
-        fit = {"r": None, "spread_s": None}
-        if start_time is not None:
-            offset, source = float(start_time), "given"
+        fit = {"r": None, "spread_s": None, "coverage": None}
+        given = start_time.get(file) if isinstance(start_time, dict) else start_time
+        if given is not None and run == first_run.get(file):
+            offset, source = float(given), "given"
         elif (o := _log_clock(logs, file, run)) is not None:
             offset, source = o, "log"
         else:
             est = estimate_offset(one, power, log_end)
             if est is None:
                 continue
+            why = weak_fit(est)
+            if why is not None:
+                if not strict_clock:
+                    continue
+                what = file + (f" (server run {run})" if first_run.get(file) != run else "")
+                raise ClockError(
+                    f"{what}: cannot place this log on the telemetry's clock ({why}): the "
+                    "telemetry may belong to another run; give --start-time (when this server "
+                    "started, ISO 8601 or Unix seconds) or pair it as LOG=CSV")
             offset, source, fit = est["offset_s"], "estimated", est
         row, energy = _run_energy(one, power, offset, log_end, net_of_idle)
         runs.append({"file": file, "run": run, "clock_offset_s": offset,
                      "clock_offset_source": source, "clock_fit_r": fit["r"],
-                     "clock_fit_spread_s": fit["spread_s"], "gpus": power.gpus, **row})
+                     "clock_fit_spread_s": fit["spread_s"],
+                     "clock_fit_coverage": fit["coverage"], "gpus": power.gpus, **row})
         parts.append(one.with_columns(pl.Series("energy", energy, dtype=pl.Float64)))
     key = ["file", "run", "slot", "task"]
     if parts:

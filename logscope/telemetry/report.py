@@ -84,6 +84,42 @@ def energy_headline(logs) -> dict[str, Any] | None:
     }
 
 
+def energy_per_token(logs) -> dict[str, Any]:
+    """Energy per token of one series (a ``Logs`` joined to telemetry, or a list of them,
+    pooled): ``{"prefill_j_per_token", "decode_j_per_token", "decode_tps_per_w", "n"}`` —
+    Σ prefill J / Σ computed prompt tokens, Σ decode J / Σ generated tokens, Σ generated
+    tokens / Σ decode J (the same sums as the report's energy headline), and ``n`` the
+    completed requests with decode energy. Values are None without telemetry (``n`` 0).
+    Window figures: power is sampled every 0.5-1 s and shared among the requests active.
+
+    Example: energy_per_token(read_with_telemetry(["server.log", "gpu.csv"]))["decode_j_per_token"]
+    """
+    items = logs if isinstance(logs, (list, tuple)) else [logs]
+    pre = dec = 0.0
+    ptok = gtok = n = 0
+    seen = False
+    for lg in items:
+        runs = _runs(lg)
+        if runs is None:
+            continue
+        seen = True
+        t = runs.select(pl.col("prefill_j", "decode_j", "prompt_tokens", "gen_tokens").sum())
+        row = t.row(0, named=True)
+        pre += row["prefill_j"] or 0.0
+        dec += row["decode_j"] or 0.0
+        ptok += row["prompt_tokens"] or 0
+        gtok += row["gen_tokens"] or 0
+        req = lg.tables.get("requests")
+        if req is not None and "decode_energy_j" in req.columns:
+            n += req.filter(pl.col("decode_energy_j").is_not_null()).height
+    if not seen:
+        return {"prefill_j_per_token": None, "decode_j_per_token": None,
+                "decode_tps_per_w": None, "n": 0}
+    return {"prefill_j_per_token": pre / ptok if ptok else None,
+            "decode_j_per_token": dec / gtok if gtok else None,
+            "decode_tps_per_w": gtok / dec if dec > 0 else None, "n": n}
+
+
 def _num(v: float | None, digits: int = 1) -> str:
     return "—" if v is None else f"{v:,.{digits}f}"
 
