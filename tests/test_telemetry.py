@@ -282,11 +282,19 @@ def test_compare_adds_power_rows():
     r = run("compare", H200 / f"{a}.log", H200 / f"{b}.log", H200 / f"{a}.smi.csv",
             H200 / f"{b}.smi.csv", "--format", "json")
     assert r.exit_code == 0, r.output
-    rows = {row["metric"]: row for row in json.loads(r.stdout)}
+    j = json.loads(r.stdout)
+    rows = {row["metric"]: row for row in j["rows"]}
     for m in ("power limit W", "mean power W (requests in progress)", "decode mJ/token",
               "prefill mJ/token", "decode t/s per W"):
         assert m in rows, sorted(rows)
         assert any(k.startswith("% ") for k in rows[m])
+    # the verdict's energy per token is each log's own, as report gives it for the log alone
+    e = {v["question"]: v for v in j["verdict"]}["energy_per_token"]
+    for side, name in (("a", a), ("b", b)):
+        alone = json.loads(run("report", H200 / f"{name}.log", H200 / f"{name}.smi.csv",
+                               "--format", "json").stdout)
+        mj = alone["headline"][f"{name}.log"]["energy"]["decode_mj_per_token"]
+        assert 1000 * e[side] == pytest.approx(mj, rel=0.02)
 
 
 def test_plot_power_and_card(tmp_path):
