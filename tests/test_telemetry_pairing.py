@@ -57,7 +57,7 @@ def test_compare_with_two_telemetry_files_gives_each_log_its_own_energy():
     line = [x for x in r.stderr.splitlines() if x.startswith("telemetry paired")]
     assert len(line) == 1 and "by order" in line[0], r.stderr
     assert f"{P}.log ← {P}.smi.csv" in line[0] and f"{C}.log ← {C}.smi.csv" in line[0]
-    rows = {row["metric"]: row for row in json.loads(r.stdout)}
+    rows = {row["metric"]: row for row in json.loads(r.stdout)["rows"]}
     for name in (P, C):
         alone = report_energy(name)
         for metric, key in (("prefill mJ/token", "prefill_mj_per_token"),
@@ -112,7 +112,7 @@ def test_explicit_pairs_and_recordings():
             f"{f(P, '.log')}={f(P, '.smi.csv')}", "--format", "json")
     assert r.exit_code == 0, r.output
     assert "telemetry paired as LOG=CSV" in r.stderr
-    rows = {row["metric"]: row for row in json.loads(r.stdout)}
+    rows = {row["metric"]: row for row in json.loads(r.stdout)["rows"]}
     assert rows["decode mJ/token"][f"{C}.log"] == pytest.approx(
         report_energy(C)["decode_mj_per_token"], rel=0.02)
     assert split_pair("a.log=b.log") is None  # right side not telemetry: an ordinary argument
@@ -136,7 +136,7 @@ def test_time_overlap_pairs_logs_whose_clock_is_known():
             "--format", "json")
     assert r.exit_code == 0, r.output
     assert "by time overlap" in r.stderr and f"{P}.log ← {P}.smi.csv" in r.stderr
-    rows = {row["metric"]: row for row in json.loads(r.stdout)}
+    rows = {row["metric"]: row for row in json.loads(r.stdout)["rows"]}
     assert rows["decode mJ/token"][f"{P}.log"] == pytest.approx(
         report_energy(P)["decode_mj_per_token"], rel=0.02)
 
@@ -256,7 +256,7 @@ def test_one_recording_of_the_whole_session_is_shared(tmp_path):
     r = run("compare", f(P, ".log"), f(C, ".log"), session, "--format", "json")
     assert r.exit_code == 0, r.output
     assert "one recording shared by every log" in r.stderr
-    rows = {row["metric"]: row for row in json.loads(r.stdout)}
+    rows = {row["metric"]: row for row in json.loads(r.stdout)["rows"]}
     for name in (P, C):
         assert rows["decode mJ/token"][f"{name}.log"] == pytest.approx(
             report_energy(name)["decode_mj_per_token"], rel=0.02)
