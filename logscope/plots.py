@@ -21,6 +21,7 @@ from matplotlib.ticker import MaxNLocator
 
 from logscope.analysis._util import EXACT, NoData, label_of
 from logscope.analysis.decode import decode_aggregate, decode_requests, decode_windows
+from logscope.analysis.depth import checked_fit
 from logscope.analysis.prefill import fit_prefill, prefill_curve, slot_context
 from logscope.analysis.pressure import pressure_events, pressure_timeline
 from logscope.analysis.spec import acceptance_per_position, acceptance_requests, acceptance_windows
@@ -141,7 +142,8 @@ def _draw_prefill(ax, logs_list, names, min_tokens: int = MIN_TOKENS) -> int:
             drawn += p.height
         fit = fit_prefill(prefill_curve(lg, name), min_tokens=min_tokens,
                           n_ctx=slot_context(lg))
-        if fit["valid"]:
+        # the model is drawn only where it agrees with every measured bucket
+        if fit["valid"] and checked_fit(lg).get("agrees"):
             _fit_lines(ax, pts, fit, c, name,
                        f"{name}: model 1/(a+b·d), c={fit['c_ms']:.0f} ms, b={fit['b']:.2e}")
     if drawn == 0:
@@ -523,7 +525,7 @@ def card(logs, label: str | None = None) -> Figure:
                                     edgecolors="grey" if shared else COLORS[0], s=30,
                                     label=f"{src}{' shared' if shared else ''} (n={q.height})")
                     sc.set_gid(f"{name}|{src}" + ("|shared" if shared else ""))
-            if fit["valid"]:
+            if fit["valid"] and fit.get("agrees"):
                 _fit_lines(ax, pts, fit, COLORS[1], name, "model 1/(a+b·d), overhead removed")
             ax.set_xscale("log", base=2)
             ax.xaxis.set_major_formatter(_kfmt)
@@ -651,7 +653,7 @@ def card(logs, label: str | None = None) -> Figure:
     ax_h = fig.add_subplot(gs[1, 0])
     ax_h.axis("off")
     hl = ["Headline (passive: measured from the log)"]
-    if fit["valid"]:
+    if fit["valid"] and fit.get("agrees") is not False:
         short = {"solo": "solo", "no other prompt (other slots decoding)": "beside decode"}
         hl.append(f"prefill model: c {fit['c_ms']:,.0f} ms, r² "
                   + ("—" if fit["r2"] is None else f"{fit['r2']:.3f}")
@@ -659,6 +661,11 @@ def card(logs, label: str | None = None) -> Figure:
         hl += [f"  @ {d:>7,}  {v:>9,.0f} t/s" + ("  (beyond data)" if fit["extrapolated"][d]
                                                   else "")
                for d, v in fit["predict"].items() if v is not None]
+    elif fit["valid"]:
+        hl.append(f"prefill model: not shown (off by >10 % at {len(fit['disagrees'])} "
+                  "measured depth(s))")
+        hl += [f"  @ {d:>7,}  {p['tps']:>9,.0f} t/s (measured)"
+               for d, p in h.get("prefill_at", {}).items() if p["basis"] == "measured"][:3]
     else:
         hl.append("prefill: " + fit_text(fit).removeprefix("prefill fit: "))
     if h["decode"]:

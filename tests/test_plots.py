@@ -9,6 +9,7 @@ import pytest
 import logscope
 from logscope.analysis._util import NoData
 from logscope.analysis.decode import decode_aggregate, decode_requests, decode_windows
+from logscope.analysis.depth import checked_fit
 from logscope.analysis.prefill import fit_prefill, prefill_curve
 from logscope.analysis.pressure import pressure_events
 from logscope.analysis.spec import acceptance_requests
@@ -64,9 +65,13 @@ def test_prefill_plot_draws_the_points_and_the_fit(gpu, spec, tmp_path):
         for src in ("llama:request", "llama:tick"):
             p = pts.filter(pl.col("source") == src)
             same_points(arts[f"{lab}|{src}"], p["depth"].to_numpy(), p["tps"].to_numpy())
-        fit = fit_prefill(pts)
-        x, y = arts[f"{lab}|fit"].get_data()
-        assert np.allclose(y, 1 / (fit["a"] + fit["b"] * np.asarray(x)))
+        # the model is drawn only where it agrees with every measured bucket (10 %)
+        assert (f"{lab}|fit" in arts) == bool(checked_fit(logs).get("agrees"))
+    ok = logscope.read(str(CORPUS / "generated-q8k-fa-c16k-np2-ctxshift.log"))
+    arts_ok = artists(plot_prefill_curve([ok], labels=["ok"]))
+    fit = fit_prefill(prefill_curve(ok, "ok").filter(pl.col("tokens") >= 64))
+    x, y = arts_ok["ok|fit"].get_data()
+    assert np.allclose(y, 1 / (fit["a"] + fit["b"] * np.asarray(x)))
     ax = fig.axes[0]
     assert ax.get_xscale() == "log"
     assert "exact per request" in ax.get_title()
@@ -196,7 +201,8 @@ def test_compare_overlay_has_one_series_per_log(gpu, spec):
     for lab, logs in (("a", gpu), ("b", spec)):
         req = decode_requests(logs, lab)
         same_points(arts[f"{lab}|decode"], req["depth"].to_numpy(), req["decode_tps"].to_numpy())
-        assert f"{lab}|llama:request" in arts and f"{lab}|fit" in arts
+        assert f"{lab}|llama:request" in arts
+        assert (f"{lab}|fit" in arts) == bool(checked_fit(logs).get("agrees"))
 
 
 def test_acceptance_plot_draws_what_it_says():

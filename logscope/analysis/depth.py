@@ -50,6 +50,7 @@ DECODE_SCHEMA = {
     "tokens_per_step": pl.Float64, "exactness": pl.String,
 }
 MIN_REQUEST_TOKENS = 64
+CREDIBLE_SHARE = 0.5   # overhead removed only where the fitted c leaves this share of the time
 
 
 def _bucket_expr(depth: pl.Expr, step: int | None) -> tuple[pl.Expr, pl.Expr]:
@@ -110,8 +111,9 @@ def prefill_by_depth(logs, label: str | None = None, step: int | None = 2048,
     out = g.with_columns(
         pl.lit(lab).alias("label"),
         (pl.col("tokens") / pl.col("seconds")).alias("tps"),
-        pl.when(pl.col("_secs_no") > 0).then(pl.col("tokens") / pl.col("_secs_no"))
-        .alias("tps_no_overhead"),
+        # removing c is credible only while it leaves most of the seconds (else: no figure)
+        pl.when(pl.col("_secs_no") > CREDIBLE_SHARE * pl.col("seconds"))
+        .then(pl.col("tokens") / pl.col("_secs_no")).alias("tps_no_overhead"),
         (1 / (a + b * pl.col("depth")) if a is not None else pl.lit(None, pl.Float64))
         .alias("fit_tps"),
         pl.when(pl.col("kind") == "chunks").then(pl.lit(TICK)).otherwise(pl.lit(EXACT))
@@ -170,3 +172,88 @@ def depth_label(lo: int | None, hi: int | None) -> str:
         v = x / 1000
         return f"{v:.0f}k" if v >= 10 or math.isclose(v, round(v)) else f"{v:.1f}k"
     return f"{k(lo)}–{k(hi)}"
+
+
+MODEL_TOLERANCE = 0.10   # the model is shown only within this of every measured bucket
+
+
+def _measured(r: dict) -> float | None:
+    """A profile row's figure like for like with the model (which keeps c apart): chunks as
+    they are (no overhead in them), whole prompts with the fixed overhead removed where that
+    is credible, else raw."""
+    if r["kind"] == "chunks":
+        return r["tps"]
+    return r["tps_no_overhead"] if r["tps_no_overhead"] is not None else r["tps"]
+
+
+def checked_fit(logs, at: tuple[int, ...] | list[int] | None = None) -> dict:
+    """The prefill fit, checked against the measured depth buckets (solo chunks and prompts).
+
+    ``agrees`` is True when the model is within ``MODEL_TOLERANCE`` of every measured bucket
+    (chunks: their t/s; prompts: t/s with the overhead removed); ``disagrees`` lists where it
+    is not (depth label, measured, model). A model that disagrees predicts nothing
+    (``predict`` None, the reason in ``refused``): no model headline is printed or drawn.
+
+    Example::
+
+        fit = checked_fit(logscope.read("server.log"))
+        fit["agrees"], fit["disagrees"][:1]
+    """
+    fit = fit_prefill(prefill_curve(logs), at=at, n_ctx=slot_context(logs))
+    fit["agrees"], fit["disagrees"] = None, []
+    if not fit.get("valid"):
+        return fit
+    prof = prefill_by_depth(logs, step=None, fit=fit)
+    bad = []
+    for r in prof.iter_rows(named=True):
+        m, f = _measured(r), r["fit_tps"]
+        if m and f and abs(f / m - 1) > MODEL_TOLERANCE:
+            bad.append((depth_label(r["depth_lo"], r["depth_hi"]), r["kind"], m, f))
+    fit["agrees"] = not bad and prof.height > 0
+    fit["disagrees"] = bad
+    if bad:
+        why = (f"the model disagrees with {len(bad)} measured bucket(s) by more than "
+               f"{MODEL_TOLERANCE:.0%}")
+        for d in fit["predict"]:
+            if fit["predict"][d] is not None:
+                fit["predict"][d] = None
+                fit["ttft"][d] = None
+                fit["refused"][d] = why
+    return fit
+
+
+def prefill_at(logs, depth: int, fit: dict | None = None) -> dict:
+    """The one answer to "how fast does it prefill at this depth": the measured solo bucket
+    that holds ``depth`` (half-octave profile; chunks first, then whole prompts; raw t/s, what
+    the prompts took, the fixed overhead included for whole prompts), else the model where it
+    agrees with every measured bucket, else nothing, with the reason.
+
+    Returns ``{"tps", "basis": "measured" | "modelled" | None, "n", "depth_lo", "depth_hi",
+    "kind", "why"}``.
+
+    Example::
+
+        prefill_at(logscope.read("server.log"), 4096)   # {"tps": 11110.2, "basis": "measured"…}
+    """
+    fit = fit if fit is not None else checked_fit(logs, at=(depth,))
+    prof = prefill_by_depth(logs, step=None, fit=fit)
+    rows = prof.filter(pl.col("depth_lo") <= depth, pl.col("depth_hi") > depth)
+    if rows.height:
+        order = {"chunks": 0, "prompts on a cache": 1, "fresh prompts": 2}
+        r = min(rows.iter_rows(named=True), key=lambda x: order.get(x["kind"], 9))
+        return {"tps": r["tps"], "basis": "measured", "n": r["n"], "kind": r["kind"],
+                "depth_lo": r["depth_lo"], "depth_hi": r["depth_hi"], "why": None}
+    none = {"tps": None, "basis": None, "n": 0, "kind": None, "depth_lo": None,
+            "depth_hi": None}
+    if not fit.get("valid"):
+        return {**none, "why": fit.get("reason") or "no prefill fit"}
+    if not fit.get("agrees"):
+        return {**none, "why": "no measurement at this depth, and the model disagrees with the "
+                "measured buckets"}
+    if depth not in fit["predict"]:
+        fit = checked_fit(logs, at=(depth,))
+    v = fit["predict"].get(depth)
+    if v is None:
+        return {**none, "why": fit["refused"].get(depth) or "no prediction"}
+    return {**none, "tps": v, "basis": "modelled", "n": fit["n"],
+            "why": "no measured bucket at this depth"}

@@ -46,7 +46,13 @@ import polars as pl
 
 from logscope.analysis._util import EXACT, WINDOW, label_of, table
 from logscope.analysis.concurrency import concurrency
-from logscope.analysis.depth import decode_by_depth, depth_label, prefill_by_depth
+from logscope.analysis.depth import (
+    checked_fit,
+    decode_by_depth,
+    depth_label,
+    prefill_at,
+    prefill_by_depth,
+)
 from logscope.analysis.metrics import (
     MIN_DECODE_TOKENS,
     MIN_PREFILL_TOKENS,
@@ -59,7 +65,7 @@ from logscope.analysis.metrics import (
     round_frame,
     sig,
 )
-from logscope.analysis.prefill import PREDICT_AT, fit_prefill, prefill_curve, slot_context
+from logscope.analysis.prefill import PREDICT_AT, prefill_curve
 from logscope.analysis.pressure import pressure_summary
 from logscope.telemetry.report import energy_headline, energy_lines
 
@@ -293,7 +299,8 @@ def headline(logs, at: tuple[int, ...] | list[int] | None = None) -> dict:
         h["prefill_fit"]["predict"][49152], h["acceptance"]["rate"]
     """
     pts = prefill_curve(logs)
-    fit = fit_prefill(pts, at=at, n_ctx=slot_context(logs))
+    fit = checked_fit(logs, at=at)
+    at_depths = tuple(fit["predict"])
     d = decode_tps(logs)
     dec = None if d["value"] is None else {
         "median": d["value"], "min": d["min"], "max": d["max"], "n": d["n"],
@@ -307,7 +314,8 @@ def headline(logs, at: tuple[int, ...] | list[int] | None = None) -> dict:
         "active": g["active"], "prefilling": g["prefilling"], "mean_tps": g["value"],
         "peak_tps": g["peak"],
         "exactness": g["exactness"], "n": g["n"], "seconds": g["seconds"]}
-    return {"prefill_fit": fit, "prefill_points": pts.height, "decode": dec,
+    return {"prefill_fit": fit, "prefill_points": pts.height,
+            "prefill_at": {d: prefill_at(logs, d, fit) for d in at_depths}, "decode": dec,
             "acceptance": acc, "aggregate": agg_d, "pressure": pressure_summary(logs),
             "energy": energy_headline(logs)}
 
@@ -334,8 +342,12 @@ def build_report(logs_list: list, labels: list[str] | None = None,
         out["concurrency"].append(concurrency(logs, name))
         out["bench"].append(bench_table(logs, name))
         out["bench"].append(window_table(logs, name))
-        out["prefill_by_depth"].append(prefill_by_depth(logs, name, fit=fit))
-        out["depth_profile"].append(prefill_by_depth(logs, name, step=None, fit=fit))
+        # the model's column only where it agrees with every measured bucket
+        model = [] if fit.get("agrees") else [pl.lit(None, pl.Float64).alias("fit_tps")]
+        out["prefill_by_depth"].append(
+            prefill_by_depth(logs, name, fit=fit).with_columns(model))
+        out["depth_profile"].append(
+            prefill_by_depth(logs, name, step=None, fit=fit).with_columns(model))
         out["decode_by_depth"].append(decode_by_depth(logs, name))
         out["time_budget"].append(time_budget(logs, name))
         out["cards"][name] = config_card(logs)
@@ -393,6 +405,12 @@ def fit_text(fit: dict) -> str:
     """The prefill fit in one line: c (ms), a, b, r², basis, depths, predictions."""
     if not fit["valid"]:
         return f"prefill fit: none ({fit.get('reason')})"
+    if fit.get("agrees") is False:
+        where = "; ".join(f"{d} {k}: measured {m:,.0f} t/s, model {f:,.0f}"
+                          for d, k, m, f in fit["disagrees"][:4])
+        return ("prefill model: not shown — it disagrees with the measured buckets by more "
+                f"than 10 % ({where}" + (", …" if len(fit["disagrees"]) > 4 else "")
+                + "); the measured buckets above are the answer")
     lo, hi = fit["depth_range"]
     pred = ", ".join(
         f"{d:,}: {_fmt(v, 0)}" + ("*" if fit["extrapolated"][d] else "")
@@ -460,6 +478,12 @@ def render(rep: dict, fmt: str = "md") -> str:
                  for r in prof.iter_rows(named=True)]) + "\n")
         h = rep["headline"][name]
         lines = ["- " + fit_text(h["prefill_fit"])]
+        lines += [f"- prefill t/s at depth {d:,}: " + (
+            f"{_fmt(p['tps'])} ({p['basis']}"
+            + (f", {p['kind']} {depth_label(p['depth_lo'], p['depth_hi'])}, n = {p['n']})"
+               if p["basis"] == "measured" else ": the model, no measured bucket here)")
+            if p["tps"] is not None else f"— ({p['why']})")
+            for d, p in h.get("prefill_at", {}).items()]
         if h["decode"]:
             d = h["decode"]
             what = {EXACT: "per request (exact)",
