@@ -166,14 +166,18 @@ def _draw_prefill(ax, logs_list, names, min_tokens: int = MIN_TOKENS) -> int:
     return drawn
 
 
-def plot_compare(logs_list, labels=None) -> Figure:
+def plot_compare(logs_list, labels=None, verdicts: list[dict] | None = None) -> Figure:
     """Overlay for ``compare --plot``: prefill curves, and decode t/s vs depth, one colour per log.
 
     Decode points are exact per request (llama-server) or, where a log has none, its server
     windows (SGLang/vLLM, window averages, drawn hollow against the window's depth if known).
+    ``verdicts`` (rows of :func:`logscope.analysis.verdict.verdict`): their sentences above.
     """
     logs_list, names = _as_list(logs_list, labels)
-    fig = Figure(figsize=(14, 5.5), dpi=100, layout="constrained")
+    lines = [v["sentence"] for v in verdicts or [] if v.get("ratio") is not None]
+    fig = Figure(figsize=(14, 5.5 + 0.22 * len(lines)), dpi=100, layout="constrained")
+    if lines:   # the verdict above the panels (compare --plot)
+        fig.suptitle("\n".join(lines), fontsize=9, x=0.01, ha="left")
     ax_p, ax_d = fig.subplots(1, 2)
     n_p = _draw_prefill(ax_p, logs_list, names)
     if n_p == 0:

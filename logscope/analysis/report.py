@@ -53,6 +53,7 @@ from logscope.analysis.depth import (
     prefill_at,
     prefill_by_depth,
 )
+from logscope.analysis.findings import findings
 from logscope.analysis.metrics import (
     MIN_DECODE_TOKENS,
     MIN_PREFILL_TOKENS,
@@ -236,6 +237,7 @@ CARD_FIELDS: list[tuple[str, tuple[str, ...]]] = [
     ("draft model", ("draft_model", "speculative_draft_model_path", "spec_draft_model")),
     ("spec method", ("speculative_algorithm", "spec_method")),
     ("spec tokens", ("num_spec_tokens", "speculative_num_draft_tokens")),
+    ("spec steps", ("speculative_num_steps",)),
     ("quant", ("quantization",)),
     ("dtype", ("dtype",)),
     ("context", ("n_ctx", "context_len", "context_length", "max_model_len")),
@@ -246,6 +248,14 @@ CARD_FIELDS: list[tuple[str, tuple[str, ...]]] = [
     ("PP", ("pp_size",)),
     ("DP", ("dp_size",)),
     ("prefix caching", ("enable_prefix_caching",)),
+    ("chunked prefill size", ("chunked_prefill_size",)),
+    ("max prefill tokens", ("max_prefill_tokens",)),
+    ("KV pool tokens", ("max_total_num_tokens", "max_total_tokens")),
+    ("memory fraction", ("mem_fraction_static",)),
+    ("CUDA graph disabled", ("disable_cuda_graph",)),
+    ("CUDA graph max batch", ("cuda_graph_max_bs",)),
+    ("eager (no CUDA graph)", ("enforce_eager",)),
+    ("DP attention", ("enable_dp_attention",)),
     ("threads", ("n_threads",)),
 ]
 
@@ -334,7 +344,7 @@ def build_report(logs_list: list, labels: list[str] | None = None,
     labels = labels or [None] * len(logs_list)
     out: dict = {"bench": [], "prefill_by_depth": [], "depth_profile": [],
                  "decode_by_depth": [], "time_budget": [], "cards": {}, "headline": {},
-                 "concurrency": []}
+                 "concurrency": [], "findings": {}}
     for logs, lab in zip(logs_list, labels, strict=True):
         name = label_of(logs, lab)
         h = headline(logs, at=at)
@@ -351,6 +361,7 @@ def build_report(logs_list: list, labels: list[str] | None = None,
         out["decode_by_depth"].append(decode_by_depth(logs, name))
         out["time_budget"].append(time_budget(logs, name))
         out["cards"][name] = config_card(logs)
+        out["findings"][name] = findings(logs, name)
         out["headline"][name] = h
     for k in ("bench", "prefill_by_depth", "depth_profile", "decode_by_depth", "time_budget",
               "concurrency"):
@@ -399,6 +410,12 @@ def _round_obj(o, key: str | None = None):
             return sig(o, 3) if key != "r2" else round(o, 4)
         return round(o, 2)
     return o
+
+
+def findings_md(items: list[dict]) -> str:
+    """The findings of one log as a Markdown list, each with the lines it rests on."""
+    return "Findings (from the log's own lines)\n\n" + "\n".join(
+        f"- {f['text']} ({', '.join(f['evidence'])})" for f in items) + "\n"
 
 
 def fit_text(fit: dict) -> str:
@@ -458,7 +475,8 @@ def render(rep: dict, fmt: str = "md") -> str:
             "concurrency": rep["concurrency"].select(
                 "label", "decoding", "prefilling", "seconds", "per_stream_tps",
                 "aggregate_tps", "n", "exactness").to_dicts(),
-            "cards": rep["cards"], "headline": rep["headline"]}), indent=2, default=str)
+            "cards": rep["cards"], "headline": rep["headline"],
+            "findings": rep["findings"]}), indent=2, default=str)
     if fmt != "md":
         raise ValueError(f"unknown format {fmt!r}")
     parts = []
@@ -520,6 +538,8 @@ def render(rep: dict, fmt: str = "md") -> str:
                 for k in ("prefill", "decode", "stall", "idle") if k in sec)
                 + " (stall = selected or launched, not computing: prompt-cache save/load)")
         parts.append("\n".join(lines) + "\n")
+        if rep["findings"].get(name):
+            parts.append(findings_md(rep["findings"][name]))
         parts.append(_md_table(["config", "value"],
                                [[k, v] for k, v in card.items() if v is not None]))
     b = rep["bench"]

@@ -84,6 +84,7 @@ def compare(logs, labels, fmt, strict, all_rows, plot_file, engine, datasets, wh
     Example: logscope compare --dataset ds/ --where "host = 'gpu3'" --where "host = 'gpu4'"
     """
     from ..analysis.compare import compare_metrics, workload_differences
+    from ..analysis.findings import findings, pair_findings
     from ..analysis.metrics import round_frame
     from ..analysis.verdict import verdict
     from .bench_compare import bench_files, run
@@ -98,10 +99,12 @@ def compare(logs, labels, fmt, strict, all_rows, plot_file, engine, datasets, wh
         check_output(plot_file)
     frames, names = series(logs, labels, engine, datasets, wheres)
     df = compare_metrics(frames, names, strict=strict, all_rows=all_rows)
-    verdicts = []
+    verdicts, found = [], {n: findings(lg, n) for lg, n in zip(frames, names, strict=True)}
+    pairs = []
     for lg, name in zip(frames[1:], names[1:], strict=True):
-        for v in verdict(frames[0], lg, (names[0], name)):
-            verdicts.append({**v, "label_a": names[0], "label_b": name})
+        rows = verdict(frames[0], lg, (names[0], name))
+        verdicts += [{**v, "label_a": names[0], "label_b": name} for v in rows]
+        pairs += pair_findings(frames[0], lg, (names[0], name), rows)
     if df.height == 0 and not any(v["ratio"] is not None for v in verdicts):
         raise click.ClickException(
             f"no comparable data in {', '.join(names)}"
@@ -111,13 +114,26 @@ def compare(logs, labels, fmt, strict, all_rows, plot_file, engine, datasets, wh
     if fmt == "csv":
         click.echo(round_frame(df).write_csv(), nl=False)
     elif fmt == "json":
-        click.echo(json.dumps({"verdict": verdicts, "rows": round_frame(df).to_dicts()},
+        click.echo(json.dumps({"verdict": verdicts, "rows": round_frame(df).to_dicts(),
+                               "findings": found, "pair_findings": pairs},
                               indent=2, default=str))
     else:
         _print_md(df, names, verdicts)
+        _print_findings(found, pairs)
     if plot_file:
         from ..plots import plot_compare
-        save(no_data(plot_compare, frames, names), plot_file)
+        save(no_data(plot_compare, frames, names, verdicts=verdicts), plot_file)
+
+
+def _print_findings(found: dict[str, list[dict]], pairs: list[dict]) -> None:
+    from ..analysis.report import findings_md
+    if pairs:
+        click.echo("\n## Findings of the pair\n")
+        click.echo(findings_md(pairs).split("\n\n", 1)[1], nl=False)
+    for name, items in found.items():
+        if items:
+            click.echo(f"\n## Findings: {name}\n")
+            click.echo(findings_md(items).split("\n\n", 1)[1], nl=False)
 
 
 def _print_md(df, names: list[str], verdicts: list[dict]) -> None:
