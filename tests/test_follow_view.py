@@ -76,6 +76,7 @@ def test_phases_are_true_now():
     phase = head.index("phase")
     assert rows["0"][phase] == "decode"
     assert rows["1"][phase] == "idle"  # released: not the prefill it was in before
+    assert "now: alone on the GPU" in text_of(v)   # the state as report's rows name it
     v = view_of(SPEC)
     text = text_of(v)
     rows, head = slot_rows(text), header_of(text)

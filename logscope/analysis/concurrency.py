@@ -54,6 +54,21 @@ KEY = ["file", "run", "slot", "task"]
 CUT = "cut during decode: tokens from its n_gen lines"
 
 
+def state_label(decoding: int, prefilling: int) -> str:
+    """A state in words, the same everywhere: ``alone on the GPU`` (1, 0), ``1 decoding beside
+    a prefill`` (1, 1), ``3 decoding, 1 prefilling``, ``idle`` (0, 0).
+
+    Example: ``state_label(1, 0) == "alone on the GPU"``
+    """
+    if decoding == 1 and prefilling == 0:
+        return "alone on the GPU"
+    if decoding == 0 and prefilling == 0:
+        return "idle"
+    parts = [f"{decoding} decoding"] if decoding else []
+    parts += [f"{prefilling} prefilling"] if prefilling else []
+    return ", ".join(parts)
+
+
 def _phases(logs) -> pl.DataFrame | None:
     """Per llama-server request: t_start, t_end, prefill [p0, p1), decode [d0, d1)."""
     from logscope.analysis.timeline import request_times
@@ -308,5 +323,5 @@ def request_concurrency(logs, label: str | None = None) -> pl.DataFrame:
                       "decode_tps", "gen_tokens").cast(REQUEST_SCHEMA)
 
 
-__all__ = ["timeline", "decode_samples", "concurrency", "request_concurrency",
+__all__ = ["timeline", "decode_samples", "concurrency", "request_concurrency", "state_label",
            "MIN_SAMPLE_TOKENS"]

@@ -297,6 +297,13 @@ class LiveView:
                         str(s["shifts"]) if s.get("shifts") else None,
                         self._spark(s, now) or None, f"{max(now - s['seen'], 0):.0f} s"])
                 parts.append(_table(Table, "llama-server slots", cols, rows))
+                from logscope.analysis.concurrency import state_label
+                phases = [str(s.get("phase", "")) for s in llama.values()]
+                k = sum(ph == "decode" for ph in phases)
+                j = sum(ph.startswith("prefill") for ph in phases)
+                parts.append(Text(f"now: {state_label(k, j)} (requests decoding and "
+                                  "prefilling at once, as report's concurrency rows count "
+                                  "them)"))
                 parts.append(Text("prefill t/s: prompt tokens computed per second, cache hits "
                                   "excluded; decode t/s: generated per second; ~ = live "
                                   "progress rate, else the server's exact per-request figure",
