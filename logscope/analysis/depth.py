@@ -78,7 +78,7 @@ def prefill_by_depth(logs, label: str | None = None, step: int | None = 2048,
         fit = fit_prefill(pts, n_ctx=slot_context(logs))
     c = fit["c"] if fit.get("valid") else None
     pts = pts.filter(
-        pl.col("source").is_in(["llama:request", "llama:tick"]),
+        pl.col("source").is_in(["llama:request", "llama:tick", "sglang:batch"]),
         # the first progress line counts from the prompt's start: not one chunk
         (pl.col("source") == "llama:request") | ~pl.col("overhead"),
         (pl.col("source") == "llama:tick") | (pl.col("tokens") >= MIN_REQUEST_TOKENS))

@@ -32,9 +32,11 @@ shared_prefill   another request was computing its own prompt during the stretch
   the position of the first line to that of the second. With the b9151+ line (printed once
   the prompt has taken >= 3 s) the first line's ``t =`` covers the prompt from its start:
   that stretch carries the overhead. The older lines (``n_past = …``) give the slot position.
-* ``sglang:batch``: a ``Prefill batch`` line: ``#new-token`` computed on top of
-  ``#cached-token`` over ``#new-seq`` sequences; depth = (cached + new/2) / new-seq, rate =
-  the line's ``input throughput`` (a window average since the previous log line).
+* ``sglang:batch``: a chunk of a chunked prompt, from two consecutive ``Prefill batch`` lines
+  (:func:`logscope.analysis.windows.prefill_points`): ``#new-token`` computed on top of
+  ``#cached-token``; the seconds are the interval since the previous ``Prefill batch`` line,
+  which is what ``input throughput`` divides by (so a first chunk, or a batch after idle
+  time, gives no point: its interval is not its own).
 
 vLLM's stats lines carry a prompt throughput but no depth, so they give no point here.
 
@@ -55,7 +57,7 @@ from itertools import combinations
 import numpy as np
 import polars as pl
 
-from logscope.analysis._util import EXACT, TICK, WINDOW, col, label_of, table
+from logscope.analysis._util import EXACT, TICK, WINDOW, label_of, table
 
 SCHEMA = {
     "label": pl.String, "file": pl.String, "run": pl.Int32, "slot": pl.Int64, "task": pl.Int64,
@@ -188,30 +190,17 @@ def _with_concurrency(req: pl.DataFrame, rows: list[dict]) -> list[dict]:
     return rows
 
 
-def _sglang_points(pb: pl.DataFrame) -> list[dict]:
-    new = col(pb, "new_token")
-    cached = col(pb, "cached_token")
-    seqs = col(pb, "new_seq")
-    thr = col(pb, "input_throughput")
-    running = col(pb, "running_req")
-    if new is None or thr is None:
-        return []
-    rows = []
-    for r in pb.iter_rows(named=True):
-        n, tps = r[new], r[thr]
-        if not n or not tps or tps <= 0:
-            continue
-        c = int(r[cached] or 0) if cached else 0
-        s = max(int(r[seqs] or 1), 1) if seqs else 1
-        busy = int(r[running] or 0) if running else None
-        rows.append(dict(file=r.get("file"), run=r.get("run"), slot=None, task=None,
-                         source="sglang:batch", exactness=WINDOW, depth=(c + n / 2) / s,
-                         d0=c / s, tokens=int(n), cached=c, seconds=n / tps, tps=float(tps),
-                         overhead=False, concurrent=busy,
-                         shared=None if busy is None else (busy > 0 or s > 1),
-                         shared_prefill=None if seqs is None else s > 1,
-                         t_rel=r.get("t_rel")))
-    return rows
+def _sglang_points(logs) -> list[dict]:
+    """SGLang chunks of chunked prompts (:func:`logscope.analysis.windows.prefill_points`)."""
+    from logscope.analysis.windows import prefill_points
+
+    pp = prefill_points(logs)
+    return [dict(file=r["file"], run=r["run"], slot=None, task=None, source="sglang:batch",
+                 exactness=WINDOW, depth=r["depth"], d0=float(r["depth_start"]),
+                 tokens=r["tokens"], cached=r["depth_start"], seconds=r["seconds"],
+                 tps=r["tps"], overhead=False, concurrent=0 if r["solo"] else 1,
+                 shared=not r["solo"], shared_prefill=False, t_rel=None)
+            for r in pp.iter_rows(named=True)]
 
 
 def prefill_curve(logs, label: str | None = None) -> pl.DataFrame:
@@ -226,9 +215,8 @@ def prefill_curve(logs, label: str | None = None) -> pl.DataFrame:
     req = table(logs, "requests")
     if req is not None:
         rows += _llama_points(req)
-    pb = table(logs, "prefill_batch")
-    if pb is not None:
-        rows += _sglang_points(pb)
+    if table(logs, "prefill_batch") is not None:
+        rows += _sglang_points(logs)
     lab = label_of(logs, label)
     if not rows:
         return _empty()

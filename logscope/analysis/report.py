@@ -202,8 +202,11 @@ def window_table(logs, label: str | None = None) -> pl.DataFrame:
         if df is None or thr not in df.columns:
             continue
         run = pl.col(run_c) if run_c in df.columns else pl.lit(None, pl.Int64)
+        step = pl.col("accept_len") if kind == "tg" and "accept_len" in df.columns \
+            else pl.lit(None, pl.Float64)
         parts.append(df.select(pl.lit(kind).alias("kind"), pl.col(thr).cast(pl.Float64)
-                               .alias("tps"), run.cast(pl.Int64).alias("running"))
+                               .alias("tps"), run.cast(pl.Int64).alias("running"),
+                               step.cast(pl.Float64).alias("step"))
                      .filter(pl.col("tps") > 0))
     if not parts:
         return pl.DataFrame(schema=BENCH_SCHEMA)
@@ -212,7 +215,7 @@ def window_table(logs, label: str | None = None) -> pl.DataFrame:
         return pl.DataFrame(schema=BENCH_SCHEMA)
     out = (df.group_by("kind", "running")
            .agg(pl.col("tps").mean().alias("tps_mean"), pl.col("tps").std().alias("tps_std"),
-                pl.len().cast(pl.Int64).alias("n"))
+                pl.len().cast(pl.Int64).alias("n"), pl.col("step").mean().alias("_step"))
            .with_columns(
                (pl.col("kind") + " (window) @ running="
                 + pl.col("running").cast(pl.String).fill_null("?")).alias("test"),
@@ -220,7 +223,7 @@ def window_table(logs, label: str | None = None) -> pl.DataFrame:
                pl.lit("passive").alias("source"), pl.lit(WINDOW).alias("exactness"),
                pl.lit(None, pl.Int64).alias("tokens_bucket"),
                pl.col("running").alias("depth_bucket"),
-               pl.lit(None, pl.Float64).alias("tokens_per_step"),
+               pl.col("_step").alias("tokens_per_step"),
                pl.lit(None, pl.Int64).alias("shared"))
            .sort("kind", "running"))
     return out.select(list(BENCH_SCHEMA)).cast(BENCH_SCHEMA)
@@ -501,7 +504,7 @@ def render(rep: dict, fmt: str = "md") -> str:
             + (f", {p['kind']} {depth_label(p['depth_lo'], p['depth_hi'])}, n = {p['n']})"
                if p["basis"] == "measured" else ": the model, no measured bucket here)")
             if p["tps"] is not None else f"— ({p['why']})")
-            for d, p in h.get("prefill_at", {}).items()]
+            for d, p in h.get("prefill_at", {}).items() if p["tps"] is not None]
         if h["decode"]:
             d = h["decode"]
             what = {EXACT: "per request (exact)",

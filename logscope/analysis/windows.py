@@ -34,6 +34,7 @@ from logscope.analysis._util import WINDOW, label_of, table, with_time
 
 STALL_FACTOR = 4.0
 MERGE_RESOLUTIONS = 10
+MIN_RESOLUTIONS = 4      # a stretch timed to ±1 step must span 4 (error at most 25 %)
 SPANS_PREFILL = "spans a prefill batch"
 SPANS_STALL = "spans idle or a stall (interval far longer than the log's usual)"
 SAMPLE_SCHEMA = {"label": pl.String, "file": pl.String, "run": pl.Int32, "slot": pl.Int64,
@@ -58,7 +59,8 @@ def _lines(logs) -> tuple[pl.DataFrame, str] | None:
                            pl.col("gen_throughput").cast(pl.Float64).alias("_thr"),
                            pl.col("running_req").cast(pl.Int64).alias("_run"),
                            pl.lit(None, pl.Int64).alias("_new"),
-                           pl.lit(None, pl.Int64).alias("_cached"))]
+                           pl.lit(None, pl.Int64).alias("_cached"),
+                           pl.lit(None, pl.Float64).alias("_ithr"))]
         if pb is not None:
             parts.append(pb.select(
                 *GROUP, "ts", "t_rel", "line", pl.lit("p").alias("_k"),
@@ -68,7 +70,9 @@ def _lines(logs) -> tuple[pl.DataFrame, str] | None:
                 (pl.col("new_token") if "new_token" in pb.columns
                  else pl.lit(None)).cast(pl.Int64).alias("_new"),
                 (pl.col("cached_token") if "cached_token" in pb.columns
-                 else pl.lit(None)).cast(pl.Int64).alias("_cached")))
+                 else pl.lit(None)).cast(pl.Int64).alias("_cached"),
+                (pl.col("input_throughput") if "input_throughput" in pb.columns
+                 else pl.lit(None)).cast(pl.Float64).alias("_ithr")))
         df, basis = with_time(pl.concat(parts, how="vertical_relaxed"))
         return df.with_columns(pl.col("file").cast(pl.String)).sort("file", "t", "line"), \
             basis
@@ -163,11 +167,14 @@ def resolution_s(logs) -> float | None:
 def prefill_points(logs, label: str | None = None) -> pl.DataFrame:
     """SGLang prefill stretches by depth from consecutive ``Prefill batch`` lines.
 
-    A stretch is the time from one ``Prefill batch`` line to the next with no ``Decode batch``
-    line between them, computing the second line's ``#new-token`` at depth ``#cached-token``
-    (``solo``: no request was decoding at either line). Consecutive chunks of one prompt are
+    A stretch is a chunk of a chunked prompt: a ``Prefill batch`` line whose ``#cached-token``
+    is where the line before it (with no ``Decode batch`` line between) ended, so the time
+    between the two lines is this chunk's; its ``input throughput`` (the server's own
+    microsecond timing of that interval) gives the seconds where printed, else the timestamps
+    do (``solo``: no request was decoding at either line). Consecutive chunks of one prompt are
     merged until they span ``MERGE_RESOLUTIONS`` timestamp resolutions (10 s with whole-second
-    stamps, so the timing error is at most 10 %; a prompt shorter than that is one stretch).
+    stamps, so the timing error is at most 10 %); a stretch shorter than ``MIN_RESOLUTIONS``
+    steps (25 % error) is dropped, not reported.
 
     Example::
 
@@ -183,20 +190,29 @@ def prefill_points(logs, label: str | None = None) -> pl.DataFrame:
     g = [pl.col(c) for c in GROUP]
     df = df.with_columns(pl.col("t").shift(1).over(g).alias("_tp"),
                          pl.col("_k").shift(1).over(g).alias("_kp"),
-                         pl.col("_run").shift(1).over(g).alias("_runp"))
+                         pl.col("_run").shift(1).over(g).alias("_runp"),
+                         (pl.col("_cached") + pl.col("_new")).shift(1).over(g).alias("_endp"))
+    # a chunk of a prompt whose previous chunk was the line before: the time between the two
+    # lines is this chunk's (the first chunk's is not known: the line before it is another's)
     p = df.filter(pl.col("_k") == "p", pl.col("_kp") == "p", pl.col("_new") > 0,
-                  pl.col("t") > pl.col("_tp"))
+                  pl.col("_cached") == pl.col("_endp"))
+    # input throughput = this chunk's tokens ÷ the server's own time since the previous
+    # Prefill batch line: the same interval, timed to the microsecond
+    p = p.with_columns(pl.when(pl.col("_ithr") > 0).then(pl.col("_new") / pl.col("_ithr"))
+                       .otherwise(pl.col("t") - pl.col("_tp")).alias("_secs"))
+    p = p.filter(pl.col("_secs") > 0)
     if p.height == 0:
         return pl.DataFrame(schema=PREFILL_SCHEMA)
     rows = []
     acc: dict | None = None
     for r in p.iter_rows(named=True):
-        secs = r["t"] - r["_tp"]
+        secs = r["_secs"]
+        res_r = 1e-6 if r["_ithr"] else res
         cached = r["_cached"] or 0
         solo = (r["_run"] or 0) == 0 and (r["_runp"] or 0) == 0
         if (acc is not None and acc["file"] == r["file"] and acc["run"] == r["run"]
                 and acc["end"] == cached and acc["solo"] == solo
-                and acc["seconds"] < MERGE_RESOLUTIONS * res):
+                and acc["seconds"] < MERGE_RESOLUTIONS * res_r):
             acc["tokens"] += r["_new"]
             acc["seconds"] += secs
             acc["end"] = cached + r["_new"]
@@ -204,9 +220,13 @@ def prefill_points(logs, label: str | None = None) -> pl.DataFrame:
         if acc is not None:
             rows.append(acc)
         acc = {"file": r["file"], "run": r["run"], "depth_start": cached, "solo": solo,
-               "tokens": r["_new"], "seconds": secs, "end": cached + r["_new"]}
+               "tokens": r["_new"], "seconds": secs, "end": cached + r["_new"], "res": res_r}
     if acc is not None:
         rows.append(acc)
+    # a stretch still shorter than MIN_RESOLUTIONS timestamp steps is too coarse to be a rate
+    rows = [r for r in rows if r["seconds"] >= MIN_RESOLUTIONS * r["res"]]
+    if not rows:
+        return pl.DataFrame(schema=PREFILL_SCHEMA)
     out = pl.DataFrame(rows).with_columns(
         (pl.col("depth_start") + pl.col("tokens") / 2).cast(pl.Float64).alias("depth"),
         (pl.col("tokens") / pl.col("seconds")).alias("tps"),
