@@ -262,7 +262,7 @@ def test_compare_and_plot_from_the_dataset(fleet_ds, tmp_path):
     r = CliRunner().invoke(cli, ["compare", "--dataset", str(ds), "--where", "host = 'gpu1'",
                                  "--where", f"file = '{paths[0]}'", "--format", "json"])
     assert r.exit_code == 0, r.output
-    rows = json.loads(r.stdout)
+    rows = json.loads(r.stdout)["rows"]
     assert rows and any(k.startswith("% ") for k in rows[0])
     out = tmp_path / "p.png"
     r = CliRunner().invoke(cli, ["plot", "prefill-curve", "--dataset", str(ds), "--where",
