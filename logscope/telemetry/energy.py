@@ -31,7 +31,7 @@ from .columns import ENERGY_COLUMNS, null_energy
 EXACT_CLOCK = ("unix", "wrapper", "anchored:wrapper", "anchored:start-time")
 UTIL_WINDOW_S = 0.5  # utilisation: the share of a short window before the sample that was busy
 POWER_WINDOW_S = 1.0  # power.draw / dmon pwr: an average over the last second
-# An estimated clock is used only when the fit is strong (bench/notes/telemetry.md: on the real
+# An estimated clock is used only when the fit is strong (bench/RESULTS.md, "Telemetry per log": on the real
 # H200 runs every right pair has r >= 0.88, full coverage, spread <= 1.6 s; of 30 wrong pairs
 # none has r >= 0.7 with 90 % of the log's busy time inside the telemetry)
 MIN_FIT_R = 0.7  # correlation over the samples inside the log's busy span (± FIT_MARGIN_S)
@@ -351,7 +351,7 @@ def estimate_offset(st: pl.DataFrame, power: Power, log_end: float) -> dict[str,
 def weak_fit(fit: dict[str, float]) -> str | None:
     """Why an :func:`estimate_offset` result is too weak to place a log on the telemetry's
     clock (a few words), or None when it is strong enough (thresholds: MIN_FIT_R,
-    MIN_FIT_COVERAGE, MAX_FIT_SPREAD_S; measured in bench/notes/telemetry.md).
+    MIN_FIT_COVERAGE, MAX_FIT_SPREAD_S; measured in bench/RESULTS.md, "Telemetry per log").
 
     Example: weak_fit({"r": 0.32, "coverage": 1.0, "spread_s": 33.0})
     """
