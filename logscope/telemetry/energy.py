@@ -31,9 +31,9 @@ from .columns import ENERGY_COLUMNS, null_energy
 EXACT_CLOCK = ("unix", "wrapper", "anchored:wrapper", "anchored:start-time")
 UTIL_WINDOW_S = 0.5  # utilisation: the share of a short window before the sample that was busy
 POWER_WINDOW_S = 1.0  # power.draw / dmon pwr: an average over the last second
-# An estimated clock is used only when the fit is strong (bench/RESULTS.md, "Telemetry per log": on the real
-# H200 runs every right pair has r >= 0.88, full coverage, spread <= 1.6 s; of 30 wrong pairs
-# none has r >= 0.7 with 90 % of the log's busy time inside the telemetry)
+# An estimated clock is used only when the fit is strong (bench/RESULTS.md, "Telemetry per
+# log": on the real H200 runs every right pair has r >= 0.88, full coverage, spread <= 1.6 s;
+# of 30 wrong pairs none has r >= 0.7 with 90 % of the log's busy time inside the telemetry)
 MIN_FIT_R = 0.7  # correlation over the samples inside the log's busy span (± FIT_MARGIN_S)
 MIN_FIT_COVERAGE = 0.9  # share of the log's busy seconds inside the telemetry's span
 MAX_FIT_SPREAD_S = 10.0  # offsets scoring within 0.02 of the best lie at most this far apart
