@@ -7,6 +7,7 @@ acceptance rate and the mean accepted length with the same digits.
 
 from __future__ import annotations
 
+import polars as pl
 import pytest
 from click.testing import CliRunner
 
@@ -76,3 +77,35 @@ def test_every_command_prints_the_same_figures(log, tmp_path):
     h = headline_figures(logs)
     assert s["rate"] == h["acceptance_rate"]["value"]
     assert s["mean_len"] == h["mean_accepted_length"]["value"]
+
+
+@pytest.mark.parametrize("log", LOGS, ids=lambda p: p.name)
+def test_the_verdict_rests_on_the_same_figures(log):
+    """compare's verdict takes each side's figures from the same definitions as report: the
+    acceptance of a drafting log is its pooled acceptance rate, the per-stream decode of a log
+    against itself is its median exact rate over the matched requests, and the aggregate is
+    the concurrency row's."""
+    import json
+
+    from logscope.analysis.concurrency import concurrency
+
+    logs = logscope.read(str(log))
+    v = {r["question"]: r for r in json.loads(run("compare", log, log, "--format", "json"))[
+        "verdict"]}
+    h = headline_figures(logs)
+    acc = v["acceptance"]
+    if h["acceptance_rate"]["value"] is not None:
+        assert acc["a"] == pytest.approx(h["acceptance_rate"]["value"], rel=1e-9)
+        if min(acc["n"]) >= 3:
+            assert acc["ratio"] == pytest.approx(1.0)
+        else:
+            assert acc["ratio"] is None and "no verdict" in acc["sentence"]
+    d = v["decode_per_stream"]
+    if d["a"] is not None and h["decode_tps"]["exactness"] == "exact per request" \
+            and d["n"][0] == h["decode_tps"]["n"]:
+        assert d["a"] == pytest.approx(h["decode_tps"]["value"], rel=1e-9)
+    g = v["decode_aggregate"]
+    if g["a"] is not None:
+        k = int(g["sentence"].split(" decoding")[0].split()[-1])
+        row = concurrency(logs).filter(pl.col("decoding") == k, pl.col("prefilling") == 0)
+        assert g["a"] == pytest.approx(row["aggregate_tps"][0], rel=1e-6)
