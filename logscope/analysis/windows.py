@@ -18,8 +18,10 @@ ran inside it (SGLang: a ``Prefill batch`` line between the two; vLLM: prompt th
 ``tokens`` = throughput × seconds, ``tps`` per stream = throughput ÷ decoding. An interval that
 spans a prefill, or is more than ``STALL_FACTOR``× the typical interval of its log (idle or a
 stall folded into the average), is flagged and kept out of per-stream figures. Timestamps
-printed to the whole second make a short interval's seconds uncertain: they only weigh the
-intervals (per-stream rates do not depend on them), and ``resolution_s`` says so.
+printed to the whole second (``resolution_s``) cannot time a line that comes every half
+second: there an SGLang interval's seconds are its tokens (``DECODE_LOG_INTERVAL`` steps ×
+running × accept len, the server's default interval assumed) ÷ its throughput. Per-stream rates
+do not depend on the seconds, which only weigh the intervals.
 
 :func:`prefill_points`: SGLang's chunked prefill as depth stretches: the interval between two
 consecutive ``Prefill batch`` lines with no decode line between them is the second batch's
@@ -33,6 +35,7 @@ import polars as pl
 from logscope.analysis._util import WINDOW, label_of, table, with_time
 
 STALL_FACTOR = 4.0
+DECODE_LOG_INTERVAL = 40  # SGLang's default --decode-log-interval (forward steps per line)
 MERGE_RESOLUTIONS = 10
 MIN_RESOLUTIONS = 4      # a stretch timed to ±1 step must span 4 (error at most 25 %)
 SPANS_PREFILL = "spans a prefill batch"
@@ -55,7 +58,9 @@ def _lines(logs) -> tuple[pl.DataFrame, str] | None:
     db, pb = table(logs, "decode_batch"), table(logs, "prefill_batch")
     if db is not None and "gen_throughput" in db.columns \
             and db["gen_throughput"].null_count() < db.height:
+        acc = pl.col("accept_len") if "accept_len" in db.columns else pl.lit(None)
         parts = [db.select(*GROUP, "ts", "t_rel", "line", pl.lit("d").alias("_k"),
+                           acc.cast(pl.Float64).alias("_acc"),
                            pl.col("gen_throughput").cast(pl.Float64).alias("_thr"),
                            pl.col("running_req").cast(pl.Int64).alias("_run"),
                            pl.lit(None, pl.Int64).alias("_new"),
@@ -64,6 +69,7 @@ def _lines(logs) -> tuple[pl.DataFrame, str] | None:
         if pb is not None:
             parts.append(pb.select(
                 *GROUP, "ts", "t_rel", "line", pl.lit("p").alias("_k"),
+                pl.lit(None, pl.Float64).alias("_acc"),
                 pl.lit(None, pl.Float64).alias("_thr"),
                 (pl.col("running_req") if "running_req" in pb.columns
                  else pl.lit(None)).cast(pl.Int64).alias("_run"),
@@ -108,8 +114,15 @@ def _intervals(logs) -> pl.DataFrame | None:
     pref = (pl.col("_pcum") > pl.col("_pc0")).fill_null(False)
     if "_pthr" in d.columns:
         pref = pref | (pl.col("_pthr").fill_null(0) > 0)
-    d = d.filter(pl.col("_t0").is_not_null(), pl.col("_run") > 0, pl.col("_thr").is_not_null())
-    d = d.with_columns((pl.col("t") - pl.col("_t0")).alias("seconds"), pref.alias("_pref"))
+    d = d.filter(pl.col("_t0").is_not_null(), pl.col("_run") > 0, pl.col("_thr") > 0)
+    secs = pl.col("t") - pl.col("_t0")
+    if "_pthr" not in d.columns and (resolution_s(logs) or 0) >= 1:
+        # whole-second stamps: a line comes every DECODE_LOG_INTERVAL forward steps, each
+        # giving every running stream (accept len) tokens, so the interval the throughput
+        # divides by is those tokens ÷ the throughput (the stamps only bound it)
+        step = pl.col("_acc").fill_null(1.0) if "_acc" in d.columns else pl.lit(1.0)
+        secs = DECODE_LOG_INTERVAL * pl.col("_run") * step / pl.col("_thr")
+    d = d.with_columns(secs.alias("seconds"), pref.alias("_pref"))
     typical = d.filter(~pl.col("_pref"), pl.col("seconds") > 0)["seconds"].median()
     stall = (pl.col("seconds") > STALL_FACTOR * typical) if typical else pl.lit(False)
     return d.with_columns(
@@ -188,19 +201,22 @@ def prefill_points(logs, label: str | None = None) -> pl.DataFrame:
         return pl.DataFrame(schema=PREFILL_SCHEMA)
     res = resolution_s(logs) or 1.0
     g = [pl.col(c) for c in GROUP]
-    df = df.with_columns(pl.col("t").shift(1).over(g).alias("_tp"),
-                         pl.col("_k").shift(1).over(g).alias("_kp"),
-                         pl.col("_run").shift(1).over(g).alias("_runp"),
-                         (pl.col("_cached") + pl.col("_new")).shift(1).over(g).alias("_endp"))
-    # a chunk of a prompt whose previous chunk was the line before: the time between the two
-    # lines is this chunk's (the first chunk's is not known: the line before it is another's)
-    p = df.filter(pl.col("_k") == "p", pl.col("_kp") == "p", pl.col("_new") > 0,
-                  pl.col("_cached") == pl.col("_endp"))
-    # input throughput = this chunk's tokens ÷ the server's own time since the previous
-    # Prefill batch line: the same interval, timed to the microsecond
+    # decode lines so far; then the prefill lines alone, each with the one before it
+    df = df.with_columns((pl.col("_k") == "d").cast(pl.Int32).cum_sum().over(g).alias("_dc"))
+    p = df.filter(pl.col("_k") == "p").with_columns(
+        pl.col("t").shift(1).over(g).alias("_tp"),
+        pl.col("_run").shift(1).over(g).alias("_runp"),
+        pl.col("_dc").shift(1).over(g).alias("_dcp"),
+        (pl.col("_cached") + pl.col("_new")).shift(1).over(g).alias("_endp"))
+    # a chunk of a prompt whose previous chunk was the prefill line before: the time between
+    # the two lines is this chunk's (the first chunk's is not known: the line before it is
+    # another's); decode lines between them mean decode steps ran in that time too
+    p = p.filter(pl.col("_new") > 0, pl.col("_cached") == pl.col("_endp")).with_columns(
+        ((pl.col("_dc") == pl.col("_dcp")) & (pl.col("_run").fill_null(0) == 0)
+         & (pl.col("_runp").fill_null(0) == 0)).alias("_solo"))
     p = p.with_columns(pl.when(pl.col("_ithr") > 0).then(pl.col("_new") / pl.col("_ithr"))
                        .otherwise(pl.col("t") - pl.col("_tp")).alias("_secs"))
-    p = p.filter(pl.col("_secs") > 0)
+    p = p.filter(pl.col("_secs") >= 0)
     if p.height == 0:
         return pl.DataFrame(schema=PREFILL_SCHEMA)
     rows = []
@@ -209,7 +225,7 @@ def prefill_points(logs, label: str | None = None) -> pl.DataFrame:
         secs = r["_secs"]
         res_r = 1e-6 if r["_ithr"] else res
         cached = r["_cached"] or 0
-        solo = (r["_run"] or 0) == 0 and (r["_runp"] or 0) == 0
+        solo = r["_solo"]
         if (acc is not None and acc["file"] == r["file"] and acc["run"] == r["run"]
                 and acc["end"] == cached and acc["solo"] == solo
                 and acc["seconds"] < MERGE_RESOLUTIONS * res_r):

@@ -1,0 +1,134 @@
+"""Render an SGLang log from the timeline of a real llama-server run, with the truth beside it.
+
+    python scripts/render_sglang_log.py ../shared/corpus/generated-gpu-pressure-np4-ctxshift.log \
+        fixtures/sglang/rendered/pressure-np4
+
+The real run gives every request's prompt interval, its decode interval and its cumulative
+``n_gen`` curve (logscope's own reading of the llama-server log, which equals the client's
+records). The renderer then follows SGLang's scheduler logging (0.5.5–0.5.8 layout, whole-second
+timestamps):
+
+* decode runs in forward steps; every stream decoding advances one token a step, so a step
+  lasts 1 / (the streams' mean rate at that moment, read off their curves);
+* every ``decode_log_interval`` (40) steps a ``Decode batch`` line: ``#running-req`` = streams
+  decoding, ``gen throughput`` = tokens since the previous ``Decode batch`` line ÷ the time
+  since it (prefill and idle time inside that interval included, as the server computes it);
+* a prompt is prefilled in chunks of ``chunked_prefill_size`` (8192) tokens; a ``Prefill batch``
+  line when a chunk ends, ``#cached-token`` = where the chunk starts.
+
+The truth (``<out>.truth.json``): per state (streams decoding, 1 if a prompt is being
+prefilled) the time-weighted median per-stream decode rate over the steps, and per chunk its
+depth and rate.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import logscope  # noqa: E402
+from logscope.analysis.concurrency import KEY, _curve, _phases  # noqa: E402
+
+LOG_INTERVAL = 40
+CHUNK = 8192
+START = datetime(2026, 11, 20, 9, 0, 0, tzinfo=UTC)
+
+
+def _wmedian(v, w) -> float:
+    o = np.argsort(v)
+    v, w = np.asarray(v)[o], np.asarray(w)[o]
+    c = np.cumsum(w)
+    return float(v[np.searchsorted(c, c[-1] / 2)])
+
+
+def render(src: str, out: str) -> None:
+    logs = logscope.read(src)
+    ph = _phases(logs).sort("t_start")
+    dp = logs["decode_progress"]
+    ticks: dict[tuple, list] = {}
+    for row in dp.select(dp["file"].cast(str), "run", "slot", "task", "t_rel", "n_gen").rows():
+        ticks.setdefault(tuple(row[:4]), []).append((row[4], row[5]))
+    req = logs["requests"].select(*KEY, "prompt_tokens", "cached_tokens")
+    meta = {(str(f), r, s, t): (p, c) for f, r, s, t, p, c in req.rows()}
+    streams = []   # (d0, d1, times, cum)
+    for r in ph.filter(ph["d0"].is_not_null()).iter_rows(named=True):
+        key = (r["file"], r["run"], r["slot"], r["task"])
+        t, n = _curve(ticks, key, r["d0"], r["d1"], r["gen_tokens"])
+        if len(t) >= 2:
+            streams.append((r["d0"], r["d1"], t, n))
+    prompts = [(r["p0"], r["p1"], *meta.get((r["file"], r["run"], r["slot"], r["task"]),
+                                            (None, None)))
+               for r in ph.iter_rows(named=True) if r["p0"] is not None]
+    prompts = [(a, b, int(p), int(c or 0)) for a, b, p, c in prompts if p and b > a]
+
+    def prefilling(t: float) -> int:
+        return int(any(a <= t < b for a, b, _, _ in prompts))
+
+    lines: list[tuple[float, str]] = []
+    steps = []  # (k, j, duration, per-stream rate)
+    t = min(s[0] for s in streams)
+    end = max(s[1] for s in streams)
+    n_steps, tok_since, t_last = 0, 0, t
+    while t < end:
+        live = [s for s in streams if s[0] <= t < s[1]]
+        if not live:
+            t = min((s[0] for s in streams if s[0] > t), default=end)
+            continue
+        rates = []
+        for _d0, _d1, tt, nn in live:
+            i = min(max(int(np.searchsorted(tt, t, "right")) - 1, 0), len(tt) - 2)
+            rates.append((nn[i + 1] - nn[i]) / (tt[i + 1] - tt[i]))
+        rate = float(np.mean(rates))
+        if rate <= 0:
+            t += 0.01
+            continue
+        dt = 1.0 / rate
+        steps.append((len(live), prefilling(t), dt, rate))
+        t += dt
+        n_steps += 1
+        tok_since += len(live)
+        if n_steps % LOG_INTERVAL == 0:
+            thr = tok_since / (t - t_last)
+            lines.append((t, f"Decode batch, #running-req: {len(live)}, #token: "
+                             f"{1000 * len(live)}, token usage: 0.05, cuda graph: True, "
+                             f"gen throughput (token/s): {thr:.2f}, #queue-req: 0, "))
+            tok_since, t_last = 0, t
+    chunks = []
+    for i, (a, b, p, c) in enumerate(prompts):
+        done = 0
+        while done < p:
+            n = min(CHUNK, p - done)
+            t0 = a + (b - a) * done / p
+            t1 = a + (b - a) * (done + n) / p
+            running = sum(1 for s in streams if s[0] < t1 - 1e-9 and t1 < s[1])
+            lines.append((t1, f"Prefill batch, #new-seq: 1, #new-token: {n}, #cached-token: "
+                              f"{c + done}, token usage: 0.05, #running-req: {running}, "
+                              "#queue-req: 0, "))
+            chunks.append({"prompt": i, "start": c + done, "depth": c + done + n / 2,
+                           "tokens": n, "seconds": t1 - t0, "tps": n / (t1 - t0),
+                           "first": done == 0})
+            done += n
+    lines.sort(key=lambda x: x[0])
+    text = [f"[{(START + timedelta(seconds=tt)).strftime('%Y-%m-%d %H:%M:%S')}] {msg}"
+            for tt, msg in lines]
+    Path(out + ".log").write_text("\n".join(text) + "\n")
+    truth: dict = {"source": f"rendered from {Path(src).name} by scripts/render_sglang_log.py",
+                   "decode_per_stream": {}, "prefill_chunks": chunks}
+    by: dict[tuple, list] = {}
+    for k, j, dt, r in steps:
+        by.setdefault((k, j), []).append((r, dt))
+    for (k, j), v in sorted(by.items()):
+        truth["decode_per_stream"][f"{k},{j}"] = {
+            "tps": _wmedian([x[0] for x in v], [x[1] for x in v]),
+            "seconds": float(sum(x[1] for x in v))}
+    Path(out + ".truth.json").write_text(json.dumps(truth, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    render(sys.argv[1], sys.argv[2])
