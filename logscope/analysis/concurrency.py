@@ -180,25 +180,28 @@ def _llama_samples(logs, ph: pl.DataFrame, tl: pl.DataFrame, lab: str) -> pl.Dat
                             "n_gen").iter_rows()):
             ticks.setdefault(tuple(row[:4]), []).append((row[4], row[5]))
     rows = []
-    segs = {k: g for k, g in tl.group_by(["file", "run"])}
+    # segments of a run are disjoint and in time order: a request's are one slice of them
+    segs = {k: tuple(g.sort("t0")[c].to_numpy() for c in ("t0", "t1", "decoding", "prefilling"))
+            for k, g in tl.group_by(["file", "run"])}
     for r in ph.filter(pl.col("d0").is_not_null(), pl.col("d1") > pl.col("d0")).iter_rows(
             named=True):
         seg = segs.get((r["file"], r["run"]))
         if seg is None:
             continue
-        s = seg.filter(pl.col("t1") > r["d0"], pl.col("t0") < r["d1"])
-        if s.height == 0:
+        t0s, t1s, ks, js = seg
+        lo, hi = np.searchsorted(t1s, r["d0"], "right"), np.searchsorted(t0s, r["d1"], "left")
+        if hi <= lo:
             continue
         t, n = _curve(ticks, (r["file"], r["run"], r["slot"], r["task"]), r["d0"], r["d1"],
                       r["gen_tokens"])
         if len(t) < 2:
             continue
-        a = np.maximum(s["t0"].to_numpy(), r["d0"])
-        b = np.minimum(s["t1"].to_numpy(), r["d1"])
+        a = np.maximum(t0s[lo:hi], r["d0"])
+        b = np.minimum(t1s[lo:hi], r["d1"])
         tok = np.interp(b, t, n) - np.interp(a, t, n)
         per: dict[tuple[int, int], list[float]] = {}
-        for k, j, sec, tk in zip(s["decoding"], s["prefilling"], b - a, tok, strict=True):
-            acc = per.setdefault((k, j), [0.0, 0.0])
+        for k, j, sec, tk in zip(ks[lo:hi], js[lo:hi], b - a, tok, strict=True):
+            acc = per.setdefault((int(k), int(j)), [0.0, 0.0])
             acc[0] += sec
             acc[1] += tk
         for (k, j), (sec, tk) in per.items():
