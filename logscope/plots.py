@@ -694,6 +694,12 @@ def card(logs, label: str | None = None) -> Figure:
                   f"{sum(v for k, v in p['events'].items() if k not in ('retract', 'preempt'))}")
     from logscope.telemetry.report import card_lines
     hl += card_lines(h.get("energy"))  # GPU telemetry given (docs/energy.md)
+    from logscope.analysis.findings import findings
+    found = findings(logs)
+    if found:   # the log's own explanations, in short (report gives them whole, with lines)
+        hl.append(f"findings ({len(found)}; lines in `logscope report`):")
+        hl += [f"  ! {f['rule'].replace('_', ' ')} ({f['evidence'][0].rsplit('/', 1)[-1]})"
+               for f in found[:4]]
     ax_h.text(0, 1, "\n".join(hl), va="top", fontsize=9, family="monospace",
               transform=ax_h.transAxes)
     slots = [gs[0, 1:], gs[1, 1], gs[1, 2]]
