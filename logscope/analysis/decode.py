@@ -7,7 +7,9 @@
   rate over the last ~3 s, a window per slot; depth = cached + prompt + n_gen), SGLang's
   ``Decode batch`` ``gen throughput`` and vLLM's generation throughput (server window
   averages across all running requests).
-* :func:`decode_aggregate`: throughput summed over concurrently decoding requests. For
+* :func:`decode_aggregate`: throughput summed over concurrently decoding requests, over time
+  (what the card's aggregate-over-time panel draws; per-state figures come from
+  :mod:`logscope.analysis.concurrency`). For
   llama-server each request decodes at its exact average rate over its decode interval
   [end − decode_ms, end]; the timeline is cut where any request starts or stops, so each
   segment has a fixed set of active requests. For SGLang/vLLM the windows already are
@@ -143,24 +145,3 @@ def decode_aggregate(logs, label: str | None = None) -> pl.DataFrame:
             "label", "file", "run", pl.col("t").alias("t0"), pl.col("t").alias("t1"),
             pl.col("running").alias("active"), "tps", "source", "exactness").cast(schema)])
     return out
-
-
-def aggregate_summary(agg: pl.DataFrame) -> pl.DataFrame:
-    """Per number of concurrently active requests: time-weighted mean and peak aggregate t/s.
-
-    For window rows (t0 == t1) every window weighs the same; idle windows (nothing running)
-    are left out.
-    """
-    if agg.height == 0:
-        return pl.DataFrame(schema={"label": pl.String, "source": pl.String,
-                                    "exactness": pl.String, "active": pl.Int64,
-                                    "seconds": pl.Float64, "mean_tps": pl.Float64,
-                                    "peak_tps": pl.Float64, "n": pl.UInt32})
-    timed = pl.col("t1") > pl.col("t0")
-    w = pl.when(timed).then(pl.col("t1") - pl.col("t0")).otherwise(1.0)
-    return (agg.filter(pl.col("active") >= 1).with_columns(_w=w, _timed=timed)
-            .group_by("label", "source", "exactness", "active")
-            .agg(pl.when(pl.col("_timed").any()).then(pl.col("_w").sum()).alias("seconds"),
-                 ((pl.col("tps") * pl.col("_w")).sum() / pl.col("_w").sum()).alias("mean_tps"),
-                 pl.col("tps").max().alias("peak_tps"), pl.len().alias("n"))
-            .sort("label", "source", "active"))
