@@ -9,7 +9,7 @@
    of the requests that decoded alone; the most requests active beside one (``others_max``)
    against the slots.
 3. Every run: whether the prefill model agrees with every measured bucket (10 %).
-4. SGLang logs rendered from real runs' timelines (fixtures/sglang/rendered, truth beside):
+4. SGLang and vLLM logs rendered from real runs' timelines (fixtures/*/rendered, truth beside):
    per-stream decode per state against the truth.
 """
 
@@ -73,14 +73,15 @@ def main() -> None:
 
 
 def rendered() -> None:
-    print("\n| rendered SGLang log | state (decoding, prefilling) | per stream t/s | truth | Δ |")
+    print("\n| rendered log | state (decoding, prefilling) | per stream t/s | truth | Δ |")
     print("|---|---|---:|---:|---:|")
-    for log in sorted((ROOT / "fixtures" / "sglang" / "rendered").glob("*.log")):
+    for log in sorted((ROOT / "fixtures").glob("*/rendered/*.log")):
         truth = json.loads(log.with_name(log.name.replace(".log", ".truth.json")).read_text())
         for r in concurrency(logscope.read(str(log))).iter_rows(named=True):
             t = truth["decode_per_stream"].get(f"{r['decoding']},{r['prefilling']}")
             if t:
-                print(f"| {log.name} | {r['decoding']}, {r['prefilling']} | "
+                print(f"| {log.parent.parent.name}/{log.name} | {r['decoding']}, "
+                      f"{r['prefilling']} | "
                       f"{r['per_stream_tps']:,.2f} | {t['tps']:,.2f} | "
                       f"{100 * (r['per_stream_tps'] / t['tps'] - 1):+.1f} % |")
 

@@ -15,6 +15,7 @@ from logscope.analysis.windows import SPANS_PREFILL, prefill_points
 from tests.conftest import FIXTURES
 
 RENDERED = sorted((FIXTURES / "sglang" / "rendered").glob("*.log"))
+VLLM = sorted((FIXTURES / "vllm" / "rendered").glob("*.log"))
 
 
 def _truth(log):
@@ -71,3 +72,20 @@ def test_prefill_by_depth_from_chunked_prompts_within_10pct(log):
                 true = r["tokens"] / sum(c["seconds"] for c in ch)
                 errs.append(abs(r["tps"] / true - 1))
         assert errs and min(errs) <= 0.10, (r, errs)
+
+
+@pytest.mark.parametrize("log", VLLM, ids=lambda p: p.name)
+def test_vllm_ten_second_windows_within_their_limit(log):
+    """vLLM's ~10 s stats interval holds several states; intervals that span a prefill or whose
+    running count changed are left out, and what remains is within 20 % of the truth (measured
+    worst +18 % at 4 streams, bench/RESULTS.md): its lines cannot do better."""
+    logs = logscope.read(str(log))
+    truth = _truth(log)["decode_per_stream"]
+    rows = concurrency(logs).iter_rows(named=True)
+    checked = 0
+    for r in rows:
+        t = truth.get(f"{r['decoding']},{r['prefilling']}")
+        if t and t["seconds"] >= 5:
+            assert r["per_stream_tps"] == pytest.approx(t["tps"], rel=0.20)
+            checked += 1
+    assert checked >= 1

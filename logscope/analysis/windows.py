@@ -17,7 +17,8 @@ What a line's throughput is (the servers' own logging code, see the format catal
 ran inside it (SGLang: a ``Prefill batch`` line between the two; vLLM: prompt throughput > 0),
 ``tokens`` = throughput × seconds, ``tps`` per stream = throughput ÷ decoding. An interval that
 spans a prefill, or is more than ``STALL_FACTOR``× the typical interval of its log (idle or a
-stall folded into the average), is flagged and kept out of per-stream figures. Timestamps
+stall folded into the average), or (vLLM, whose ~10 s interval often holds several states) whose
+running count differs at its two ends, is flagged and kept out of per-stream figures. Timestamps
 printed to the whole second (``resolution_s``) cannot time a line that comes every half
 second: there an SGLang interval's seconds are its tokens (``DECODE_LOG_INTERVAL`` steps ×
 running × accept len, the server's default interval assumed) ÷ its throughput. Per-stream rates
@@ -40,6 +41,7 @@ MERGE_RESOLUTIONS = 10
 MIN_RESOLUTIONS = 4      # a stretch timed to ±1 step must span 4 (error at most 25 %)
 SPANS_PREFILL = "spans a prefill batch"
 SPANS_STALL = "spans idle or a stall (interval far longer than the log's usual)"
+MIXED = "running count changed inside the interval (vLLM: states mixed)"
 SAMPLE_SCHEMA = {"label": pl.String, "file": pl.String, "run": pl.Int32, "slot": pl.Int64,
                  "task": pl.Int64, "unit": pl.String, "decoding": pl.Int16,
                  "prefilling": pl.Int16, "tokens": pl.Float64, "seconds": pl.Float64,
@@ -110,6 +112,7 @@ def _intervals(logs) -> pl.DataFrame | None:
         (~is_d).cast(pl.Int32).cum_sum().over(GROUP).alias("_pcum"))
     d = df.filter(is_d).with_columns(
         pl.col("t").shift(1).over(g).alias("_t0"),
+        pl.col("_run").shift(1).over(g).alias("_run0"),
         pl.col("_pcum").shift(1).over(g).alias("_pc0"))
     pref = (pl.col("_pcum") > pl.col("_pc0")).fill_null(False)
     if "_pthr" in d.columns:
@@ -125,9 +128,13 @@ def _intervals(logs) -> pl.DataFrame | None:
     d = d.with_columns(secs.alias("seconds"), pref.alias("_pref"))
     typical = d.filter(~pl.col("_pref"), pl.col("seconds") > 0)["seconds"].median()
     stall = (pl.col("seconds") > STALL_FACTOR * typical) if typical else pl.lit(False)
+    # a vLLM interval is ~10 s: one whose running count differs at its two ends mixed states
+    mixed = (pl.col("_run0") != pl.col("_run")).fill_null(False) if "_pthr" in d.columns \
+        else pl.lit(False)
     return d.with_columns(
         pl.when(pl.col("_pref")).then(pl.lit(SPANS_PREFILL))
-        .when(stall).then(pl.lit(SPANS_STALL)).alias("flag"))
+        .when(stall).then(pl.lit(SPANS_STALL))
+        .when(mixed).then(pl.lit(MIXED)).alias("flag"))
 
 
 def decode_intervals(logs, label: str | None = None) -> pl.DataFrame:

@@ -1,7 +1,7 @@
-"""Render an SGLang log from the timeline of a real llama-server run, with the truth beside it.
+"""Render SGLang and vLLM logs from the timeline of a real llama-server run, truth beside them.
 
-    python scripts/render_sglang_log.py ../shared/corpus/generated-gpu-pressure-np4-ctxshift.log \
-        fixtures/sglang/rendered/pressure-np4
+    python scripts/render_engine_logs.py ../shared/corpus/generated-gpu-pressure-np4-ctxshift.log \
+        pressure-np4      # fixtures/{sglang,vllm}/rendered/pressure-np4.{log,truth.json}
 
 The real run gives every request's prompt interval, its decode interval and its cumulative
 ``n_gen`` curve (logscope's own reading of the llama-server log, which equals the client's
@@ -16,9 +16,13 @@ timestamps):
 * a prompt is prefilled in chunks of ``chunked_prefill_size`` (8192) tokens; a ``Prefill batch``
   line when a chunk ends, ``#cached-token`` = where the chunk starts.
 
-The truth (``<out>.truth.json``): per state (streams decoding, 1 if a prompt is being
-prefilled) the time-weighted median per-stream decode rate over the steps, and per chunk its
-depth and rate.
+vLLM (V1, 0.10.x layout): every ``STATS_INTERVAL`` (10 s) a stats line: ``Avg prompt`` and
+``Avg generation throughput`` = the tokens computed in the interval ÷ the interval,
+``Running`` = requests scheduled at that moment (prefilling or decoding).
+
+The truth (``<name>.truth.json``, the same beside both logs): per state (streams decoding, 1
+if a prompt is being prefilled) the time-weighted median per-stream decode rate over the
+steps, and per chunk its depth and rate.
 """
 
 from __future__ import annotations
@@ -36,6 +40,8 @@ import logscope  # noqa: E402
 from logscope.analysis.concurrency import KEY, _curve, _phases  # noqa: E402
 
 LOG_INTERVAL = 40
+STATS_INTERVAL = 10.0
+ROOT = Path(__file__).resolve().parent.parent
 CHUNK = 8192
 START = datetime(2026, 11, 20, 9, 0, 0, tzinfo=UTC)
 
@@ -47,7 +53,7 @@ def _wmedian(v, w) -> float:
     return float(v[np.searchsorted(c, c[-1] / 2)])
 
 
-def render(src: str, out: str) -> None:
+def render(src: str, name: str) -> None:
     logs = logscope.read(src)
     ph = _phases(logs).sort("t_start")
     dp = logs["decode_progress"]
@@ -89,7 +95,7 @@ def render(src: str, out: str) -> None:
             t += 0.01
             continue
         dt = 1.0 / rate
-        steps.append((len(live), prefilling(t), dt, rate))
+        steps.append((len(live), prefilling(t), dt, rate, t))
         t += dt
         n_steps += 1
         tok_since += len(live)
@@ -117,17 +123,47 @@ def render(src: str, out: str) -> None:
     lines.sort(key=lambda x: x[0])
     text = [f"[{(START + timedelta(seconds=tt)).strftime('%Y-%m-%d %H:%M:%S')}] {msg}"
             for tt, msg in lines]
+    for engine in ("sglang", "vllm"):
+        (ROOT / "fixtures" / engine / "rendered").mkdir(parents=True, exist_ok=True)
+    out = str(ROOT / "fixtures" / "sglang" / "rendered" / name)
     Path(out + ".log").write_text("\n".join(text) + "\n")
+    vout = str(ROOT / "fixtures" / "vllm" / "rendered" / name)
+    Path(vout + ".log").write_text("\n".join(_vllm(steps, prompts, streams)) + "\n")
     truth: dict = {"source": f"rendered from {Path(src).name} by scripts/render_sglang_log.py",
                    "decode_per_stream": {}, "prefill_chunks": chunks}
     by: dict[tuple, list] = {}
-    for k, j, dt, r in steps:
+    for k, j, dt, r, _t in steps:
         by.setdefault((k, j), []).append((r, dt))
     for (k, j), v in sorted(by.items()):
         truth["decode_per_stream"][f"{k},{j}"] = {
             "tps": _wmedian([x[0] for x in v], [x[1] for x in v]),
             "seconds": float(sum(x[1] for x in v))}
-    Path(out + ".truth.json").write_text(json.dumps(truth, indent=1) + "\n")
+    for o in (out, vout):
+        Path(o + ".truth.json").write_text(json.dumps(truth, indent=1) + "\n")
+
+
+def _vllm(steps, prompts, streams) -> list[str]:
+    """vLLM V1 stats lines every STATS_INTERVAL from the first step to the last."""
+    t_end = max(s[1] for s in streams)
+    t = min(min(a for a, _, _, _ in prompts), steps[0][4])
+    out = []
+    while t < t_end:
+        t1 = t + STATS_INTERVAL
+        gen = sum(k for k, _j, _dt, _r, ts in steps if t <= ts < t1)
+        pro = 0.0
+        for a, b, p, _c in prompts:   # prompt tokens computed in [t, t1), evenly over [a, b)
+            lo, hi = max(a, t), min(b, t1)
+            if hi > lo:
+                pro += p * (hi - lo) / (b - a)
+        running = sum(1 for s in streams if s[0] <= t1 < s[1]) + sum(
+            1 for a, b, _p, _c in prompts if a <= t1 < b)
+        stamp = (START + timedelta(seconds=t1)).strftime("%m-%d %H:%M:%S")
+        out.append(f"INFO {stamp} [loggers.py:123] Engine 000: Avg prompt throughput: "
+                   f"{pro / STATS_INTERVAL:.1f} tokens/s, Avg generation throughput: "
+                   f"{gen / STATS_INTERVAL:.1f} tokens/s, Running: {running} reqs, Waiting: 0 "
+                   "reqs, GPU KV cache usage: 5.0%, Prefix cache hit rate: 0.0%")
+        t = t1
+    return out
 
 
 if __name__ == "__main__":
