@@ -129,7 +129,7 @@ def render(src: str, name: str) -> None:
     Path(out + ".log").write_text("\n".join(text) + "\n")
     vout = str(ROOT / "fixtures" / "vllm" / "rendered" / name)
     Path(vout + ".log").write_text("\n".join(_vllm(steps, prompts, streams)) + "\n")
-    truth: dict = {"source": f"rendered from {Path(src).name} by scripts/render_sglang_log.py",
+    truth: dict = {"source": f"rendered from {Path(src).name} by scripts/render_engine_logs.py",
                    "decode_per_stream": {}, "prefill_chunks": chunks}
     by: dict[tuple, list] = {}
     for k, j, dt, r, _t in steps:

@@ -1,5 +1,5 @@
 """SGLang window lines as time: on logs rendered from the timelines of real H200 runs
-(scripts/render_sglang_log.py, truth beside each), per-stream decode per concurrency state and
+(scripts/render_engine_logs.py, truth beside each), per-stream decode per concurrency state and
 prefill by depth come back within 10 %."""
 
 from __future__ import annotations
