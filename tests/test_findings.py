@@ -67,14 +67,3 @@ def test_draft_below_break_even_from_the_pair():
         "the draft is below break-even: base, without a draft, decodes 1.")
     # the same log twice: no difference, no finding
     assert pair_findings(a, a, ("x", "y"), verdict(a, a, ("x", "y"))) == []
-
-
-def test_a_forks_checkpoint_line_is_counted_quietly(tmp_path):
-    """A llama.cpp fork's `erasing old context checkpoint (…, n_tokens = …)` carries a token
-    count but no benchmark figure: ignored, not an alarm."""
-    log = tmp_path / "fork.log"
-    log.write_text("0.10.000.000 I slot update_slots: id  0 | task 12 | erasing old context "
-                   "checkpoint (pos_min = 0, pos_max = 4095, n_tokens = 4096, size = 62.813 "
-                   "MiB)\n")
-    s = logscope.read(str(log)).summary()
-    assert (s["unrecognized"], s["ignored"]) == (0, 1)
