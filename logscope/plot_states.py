@@ -63,77 +63,20 @@ def colors_for(states) -> dict[str, str]:  # noqa: ANN001 - any iterable of labe
     return out
 
 
-def _concurrency():  # noqa: ANN202
-    try:
-        from logscope.analysis import concurrency
-    except ImportError:
-        return None
-    return concurrency
-
-
-def _stretch_states(logs) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """(decode stretches, segments) of llama-server requests: the prefill and decode
-    stretches of every request, and the segments between their ends with how many decode and
-    prefill (the same stretches the energy is shared over)."""
-    from logscope.telemetry.energy import stretches
-
-    req = logs.tables.get("requests")
-    seg_schema = {"file": pl.String, "run": pl.Int32, "t0": pl.Float64, "t1": pl.Float64,
-                  "decoding": pl.Int16, "prefilling": pl.Int16}
-    if req is None or req.height == 0 or "t_start" not in req.columns:
-        return pl.DataFrame(), pl.DataFrame(schema=seg_schema)
-    st = stretches(req).filter(pl.col("t1") > pl.col("t0"))
-    rows = []
-    for (file, run), g in st.group_by(["file", "run"], maintain_order=True):
-        dec = g.filter(pl.col("phase") == "decode")
-        pre = g.filter(pl.col("phase").is_in(["prefill", "active"]))
-        b = np.unique(np.concatenate([g["t0"].to_numpy(), g["t1"].to_numpy()]))
-        if len(b) < 2:
-            continue
-        mid = (b[:-1] + b[1:]) / 2
-
-        def count(df: pl.DataFrame, mid: np.ndarray = mid) -> np.ndarray:
-            a, e = df["t0"].to_numpy(), df["t1"].to_numpy()
-            return ((a[None, :] <= mid[:, None]) & (e[None, :] > mid[:, None])).sum(axis=1)
-
-        nd, npf = count(dec), count(pre)
-        rows.append(pl.DataFrame({"file": file, "run": run, "t0": b[:-1], "t1": b[1:],
-                                  "decoding": nd, "prefilling": npf}).cast(seg_schema))
-    seg = pl.concat(rows) if rows else pl.DataFrame(schema=seg_schema)
-    return st.filter(pl.col("phase") == "decode"), seg
-
-
 def segments(logs, label: str | None = None) -> pl.DataFrame:
     """``timeline``: segments of each (file, run) with how many requests decode and prefill
     (``t0``, ``t1`` on the run's clock)."""
-    c = _concurrency()
-    if c is not None:
-        return c.timeline(logs, label)
-    return _stretch_states(logs)[1]
+    from logscope.analysis.concurrency import timeline
+
+    return timeline(logs, label)
 
 
 def request_states(logs, label: str | None = None) -> pl.DataFrame:
     """``request_concurrency``: per llama-server request ``file, run, slot, task, decoding,
     alone, others_max``."""
-    c = _concurrency()
-    if c is not None:
-        return c.request_concurrency(logs, label)
-    dec, seg = _stretch_states(logs)
-    schema = {"file": pl.String, "run": pl.Int32, "slot": pl.Int64, "task": pl.Int64,
-              "decoding": pl.Int16, "alone": pl.Boolean, "others_max": pl.Int64}
-    if dec.height == 0:
-        return pl.DataFrame(schema=schema)
-    out = []
-    for r in dec.iter_rows(named=True):
-        s = seg.filter(pl.col("file") == r["file"], pl.col("run") == r["run"],
-                       pl.col("t1") > r["t0"], pl.col("t0") < r["t1"])
-        w = (s["t1"].clip(upper_bound=r["t1"]) - s["t0"].clip(lower_bound=r["t0"])).to_numpy()
-        k = s["decoding"].to_numpy()
-        mode = int(k[np.argmax([w[k == v].sum() for v in k])]) if len(k) else 1
-        others = int(((s["decoding"] - 1) + s["prefilling"]).max() or 0) if s.height else 0
-        out.append({"file": r["file"], "run": r["run"], "slot": r["slot"], "task": r["task"],
-                    "decoding": mode, "alone": others == 0, "others_max": others})
-    return pl.DataFrame(out, schema=schema)
+    from logscope.analysis.concurrency import request_concurrency
+
+    return request_concurrency(logs, label)
 
 
 def request_points(logs, label: str | None = None) -> pl.DataFrame:
