@@ -498,7 +498,12 @@ def render(rep: dict, fmt: str = "md") -> str:
                   _fmt(r["ttft_s"], 3), r["fit_tps"]]
                  for r in prof.iter_rows(named=True)]) + "\n")
         h = rep["headline"][name]
-        lines = ["- " + fit_text(h["prefill_fit"])]
+        engine = str(card.get("engine") or "")
+        if engine == "vllm" and not h["prefill_points"]:
+            lines = ["- prefill by depth: not measurable from vLLM's lines (its stats give "
+                     "prompt throughput per interval, never the depth it ran at)"]
+        else:
+            lines = ["- " + fit_text(h["prefill_fit"])]
         lines += [f"- prefill t/s at depth {d:,}: " + (
             f"{_fmt(p['tps'])} ({p['basis']}"
             + (f", {p['kind']} {depth_label(p['depth_lo'], p['depth_hi'])}, n = {p['n']})"
@@ -512,6 +517,10 @@ def render(rep: dict, fmt: str = "md") -> str:
                 d["exactness"], f"{d['exactness']}")
             lines.append(f"- decode t/s {what}: median {fmt_figure('decode_tps', d['median'])},"
                          f" range {_fmt(d['min'])}–{_fmt(d['max'])}, n = {d['n']}")
+        elif engine in ("sglang", "vllm"):
+            lines.append("- decode per stream: no clean window interval (each spans a prefill, "
+                         "a stall or a change in running requests; see the flags of "
+                         "`logscope.analysis.windows.decode_intervals`)")
         a = h["acceptance"]
         if a["n"]:
             lines.append(f"- speculative: acceptance {fmt_figure('acceptance_rate', a['rate'])},"
