@@ -492,8 +492,11 @@ def plot_pressure(logs_list, labels=None) -> Figure:
     return fig
 
 
-def card(logs, label: str | None = None) -> Figure:
+def card(logs, label: str | None = None, verdicts: list[dict] | None = None) -> Figure:
     """One forum-sized picture: config, headline numbers and the curves the log has data for.
+
+    ``verdicts`` (rows of :func:`logscope.analysis.verdict.verdict` with this log as B): the
+    sentences that have a verdict go at the foot (``logscope card B.log --vs A.log``).
 
     Up to three panels (prefill vs depth, decode, acceptance or aggregate); a panel with
     fewer than 2 points, or of a kind the server never prints (KV usage for llama-server), is
@@ -721,6 +724,10 @@ def card(logs, label: str | None = None) -> Figure:
             fig.text(0.99, 0.005, note.replace("\n", "  "), ha="right", va="bottom",
                      fontsize=7, color="grey")
     fig.suptitle(f"logscope passive benchmark — {name}", fontsize=12, weight="bold")
+    said = [v["sentence"] for v in verdicts or [] if v.get("ratio") is not None][:4]
+    if said:   # the verdict against another log, at the foot (the layout makes room)
+        fig.set_figheight(fig.get_figheight() + 0.2 * len(said))
+        fig.supxlabel("verdict: " + "\n".join(said), fontsize=8, x=0.01, ha="left")
     return fig
 
 

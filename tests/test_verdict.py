@@ -84,3 +84,17 @@ def test_detail_rows_use_report_labels_and_integer_counts():
                                  "--label", "a", "--label", "b"])
     retr = next(ln for ln in r.stdout.splitlines() if ln.startswith("| retracts"))
     assert "0.00" not in retr and "| 0 |" in retr
+
+
+@needs_pair
+def test_card_carries_the_verdict(tmp_path):
+    from logscope.plots import card
+
+    a, b = logscope.read(str(SPEC)), logscope.read(str(BASE))
+    fig = card(b, "base", verdicts=verdict(a, b, ("spec", "base")))
+    foot = fig.get_supxlabel()
+    assert foot.startswith("verdict: base decodes 1.") and "95 % CI" in foot
+    out = tmp_path / "card.png"
+    r = CliRunner().invoke(cli, ["card", str(BASE), "--vs", str(SPEC), "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    assert out.stat().st_size > 20_000
