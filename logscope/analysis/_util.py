@@ -26,6 +26,12 @@ def col(df: pl.DataFrame, *names: str) -> str | None:
     return None
 
 
+def col_or_null(df: pl.DataFrame, name: str, dtype=None) -> pl.Expr:  # noqa: ANN001
+    """Column ``name`` of ``df`` (cast to ``dtype``), or a null literal where it has none."""
+    e = pl.col(name) if name in df.columns else pl.lit(None)
+    return e.cast(dtype) if dtype is not None else e
+
+
 def label_of(logs, default: str | None = None) -> str:
     if default:
         return default

@@ -142,22 +142,29 @@ def timeline(logs, label: str | None = None) -> pl.DataFrame:
         tl = timeline(logscope.read("server.log"))
         tl.group_by("decoding", "prefilling").agg((pl.col("t1") - pl.col("t0")).sum())
     """
-    lab = label_of(logs, label)
+    return _states(logs, label_of(logs, label), samples=False)[0]
+
+
+def _states(logs, lab: str, samples: bool = True) -> tuple[pl.DataFrame, pl.DataFrame | None]:
+    """(timeline, decode samples) from one reading of the requests' phases (or windows)."""
     ph = _phases(logs)
     if ph is not None and ph.height:
-        return _llama_timeline(ph, lab)
-    from logscope.analysis.windows import window_timeline
-    return window_timeline(logs, lab).cast(TIMELINE_SCHEMA)
+        tl = _llama_timeline(ph, lab)
+        return tl, _llama_samples(logs, ph, tl, lab) if samples else None
+    from logscope.analysis.windows import decode_intervals, window_timeline
+    return (window_timeline(logs, lab).cast(TIMELINE_SCHEMA),
+            decode_intervals(logs, lab).cast(SAMPLE_SCHEMA) if samples else None)
 
 
-def _curve(dp: pl.DataFrame | None, key: tuple, d0: float, d1: float,
+def _curve(ticks: dict[tuple, list], key: tuple, d0: float, d1: float,
            gen: float | None) -> tuple[np.ndarray, np.ndarray]:
-    """The cumulative n_gen curve of one request: times and tokens, 0 at d0."""
+    """The cumulative n_gen curve of one request: times and tokens, 0 at d0 (``ticks``: the
+    (t_rel, n_gen) progress lines of every request, by key)."""
     t, n = [d0], [0.0]
-    if dp is not None:
-        ticks = dp.get(key)
-        if ticks is not None:
-            for tt, ng in ticks:
+    if ticks:
+        mine = ticks.get(key)
+        if mine is not None:
+            for tt, ng in mine:
                 if d0 < tt < d1 and ng >= n[-1]:
                     t.append(tt)
                     n.append(float(ng))
@@ -219,15 +226,10 @@ def decode_samples(logs, label: str | None = None) -> pl.DataFrame:
         s = decode_samples(logscope.read("server.log"))
         s.filter(pl.col("decoding") == 1, pl.col("prefilling") == 0)["tps"].median()
     """
-    lab = label_of(logs, label)
-    ph = _phases(logs)
-    if ph is not None and ph.height:
-        return _llama_samples(logs, ph, _llama_timeline(ph, lab), lab)
-    from logscope.analysis.windows import decode_intervals
-    return decode_intervals(logs, lab).cast(SAMPLE_SCHEMA)
+    return _states(logs, label_of(logs, label))[1]
 
 
-def _wmedian(v: np.ndarray, w: np.ndarray) -> float | None:
+def weighted_median(v: np.ndarray, w: np.ndarray) -> float | None:
     """Weighted median; where the half falls on a boundary, the mean of the two sides (so
     equal weights give the ordinary median)."""
     if len(v) == 0:
@@ -251,8 +253,7 @@ def concurrency(logs, label: str | None = None) -> pl.DataFrame:
         concurrency(logscope.read("server.log")).filter(pl.col("decoding") == 1)
     """
     lab = label_of(logs, label)
-    tl = timeline(logs, lab)
-    s = decode_samples(logs, lab)
+    tl, s = _states(logs, lab)
     if tl.height == 0 or s.height == 0:
         return pl.DataFrame(schema=STATE_SCHEMA)
     window = bool((s["unit"] == "window").any())
@@ -268,11 +269,12 @@ def concurrency(logs, label: str | None = None) -> pl.DataFrame:
         use = g.filter(pl.col("tokens") >= MIN_SAMPLE_TOKENS, pl.col("tps").is_not_null())
         pure = use.filter(pl.col("seconds") >= ALONE_SHARE * pl.col("_req_s"))
         if window:   # windows weigh by their seconds
-            per = _wmedian(use["tps"].to_numpy(), use["seconds"].to_numpy())
+            per = weighted_median(use["tps"].to_numpy(), use["seconds"].to_numpy())
         elif pure.height >= MIN_PURE or pure.height == use.height:
             per = float(pure["tps"].median()) if pure.height else None  # exact per request
         else:        # pieces too: a request counts once, shared by its share of decode time
-            per = _wmedian(use["tps"].to_numpy(), (use["seconds"] / use["_req_s"]).to_numpy())
+            share = (use["seconds"] / use["_req_s"]).to_numpy()
+            per = weighted_median(use["tps"].to_numpy(), share)
         rows.append((lab, k, j, float(tokens[(k, j)]), per, use.height))
     per = pl.DataFrame(rows, schema={"label": pl.String, "decoding": pl.Int16,
                                      "prefilling": pl.Int16, "_tokens": pl.Float64,

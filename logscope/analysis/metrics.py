@@ -110,11 +110,11 @@ def decode_tps(logs) -> dict:
             s = d["decode_tps"]
             return {"value": float(s.median()), "min": float(s.min()), "max": float(s.max()),
                     "n": d.height, "exactness": EXACT, "source": "llama:request"}
-    from logscope.analysis.concurrency import _wmedian
+    from logscope.analysis.concurrency import weighted_median
     from logscope.analysis.windows import decode_intervals
     w = decode_intervals(logs).filter(pl.col("flag").is_null(), pl.col("tps") > 0)
     if w.height:   # per stream, each window weighed by its seconds
-        return {"value": _wmedian(w["tps"].to_numpy(), w["seconds"].to_numpy()),
+        return {"value": weighted_median(w["tps"].to_numpy(), w["seconds"].to_numpy()),
                 "min": float(w["tps"].min()), "max": float(w["tps"].max()), "n": w.height,
                 "exactness": WINDOW, "source": "window intervals, per stream"}
     from logscope.analysis.decode import decode_windows

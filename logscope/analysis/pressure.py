@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from logscope.analysis._util import WINDOW, label_of, table, with_time
+from logscope.analysis._util import WINDOW, col_or_null, label_of, table, with_time
 
 EVENT_SCHEMA = {"label": pl.String, "file": pl.String, "run": pl.Int32, "t": pl.Float64,
                 "t_basis": pl.String, "kind": pl.String, "count": pl.Int64,
@@ -25,11 +25,6 @@ EVENT_SCHEMA = {"label": pl.String, "file": pl.String, "run": pl.Int32, "t": pl.
 TIMELINE_SCHEMA = {"label": pl.String, "file": pl.String, "run": pl.Int32, "t": pl.Float64,
                    "t_basis": pl.String, "kv_usage": pl.Float64, "running": pl.Int64,
                    "queued": pl.Int64, "source": pl.String, "exactness": pl.String}
-
-
-def _c(df, name, dtype=None):
-    e = pl.col(name) if name in df.columns else pl.lit(None)
-    return e.cast(dtype) if dtype is not None else e
 
 
 def pressure_events(logs, label: str | None = None) -> pl.DataFrame:
@@ -78,8 +73,9 @@ def pressure_timeline(logs, label: str | None = None) -> pl.DataFrame:
         df, basis = with_time(df)
         parts.append(df.select(
             pl.lit(lab).alias("label"), "file", "run", "t", pl.lit(basis).alias("t_basis"),
-            (_c(df, usage, pl.Float64) * scale).alias("kv_usage"),
-            _c(df, running, pl.Int64).alias("running"), _c(df, queued, pl.Int64).alias("queued"),
+            (col_or_null(df, usage, pl.Float64) * scale).alias("kv_usage"),
+            col_or_null(df, running, pl.Int64).alias("running"),
+            col_or_null(df, queued, pl.Int64).alias("queued"),
             pl.lit(src).alias("source"), pl.lit(WINDOW).alias("exactness")).cast(TIMELINE_SCHEMA))
     req = table(logs, "requests")
     if not parts and req is not None and req["t_start"].null_count() < req.height:

@@ -34,6 +34,7 @@ import numpy as np
 import polars as pl
 
 from logscope.analysis._util import label_of, table
+from logscope.analysis.concurrency import weighted_median
 
 QUESTIONS = ("decode_per_stream", "decode_aggregate", "prefill", "acceptance",
              "mean_accepted_length", "energy_per_token", "stalls")
@@ -95,11 +96,6 @@ def _prefill_units(logs) -> pl.DataFrame:
 # estimators and the bootstrap
 # ---------------------------------------------------------------------------------------------
 
-def _wmedian(v: np.ndarray, w: np.ndarray) -> float:
-    from logscope.analysis.concurrency import _wmedian
-    return _wmedian(v, w)
-
-
 def _strata(df: pl.DataFrame) -> dict[int, tuple[np.ndarray, np.ndarray]]:
     return {int(k[0]): (g["value"].to_numpy(), g["weight"].to_numpy())
             for k, g in df.group_by("stratum")}
@@ -117,7 +113,7 @@ def _matched_ratio(a: pl.DataFrame, b: pl.DataFrame, rng: np.random.Generator
     nb = int(sum(len(sb[k][0]) for k in common))
 
     def est(pa, pb):
-        lr = [math.log(_wmedian(*pb[k]) / _wmedian(*pa[k])) for k in common]
+        lr = [math.log(weighted_median(*pb[k]) / weighted_median(*pa[k])) for k in common]
         return math.exp(float(np.dot(wts, lr) / wts.sum()))
 
     ratio = est(sa, sb)
@@ -131,9 +127,9 @@ def _matched_ratio(a: pl.DataFrame, b: pl.DataFrame, rng: np.random.Generator
                 dst[k] = (v[i], w[i])
         boots.append(est(ra, rb))
     lo, hi = np.percentile(boots, [2.5, 97.5])
-    va = _wmedian(np.concatenate([sa[k][0] for k in common]),
+    va = weighted_median(np.concatenate([sa[k][0] for k in common]),
                   np.concatenate([sa[k][1] for k in common]))
-    vb = _wmedian(np.concatenate([sb[k][0] for k in common]),
+    vb = weighted_median(np.concatenate([sb[k][0] for k in common]),
                   np.concatenate([sb[k][1] for k in common]))
     return {"a": va, "b": vb, "ratio": ratio, "ci95": [float(lo), float(hi)], "n": [na, nb],
             "strata": common}

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from logscope.analysis._util import WINDOW, label_of, table, with_time
+from logscope.analysis._util import WINDOW, col_or_null, label_of, table, with_time
 
 STALL_FACTOR = 4.0
 DECODE_LOG_INTERVAL = 40  # SGLang's default --decode-log-interval (forward steps per line)
@@ -60,9 +60,8 @@ def _lines(logs) -> tuple[pl.DataFrame, str] | None:
     db, pb = table(logs, "decode_batch"), table(logs, "prefill_batch")
     if db is not None and "gen_throughput" in db.columns \
             and db["gen_throughput"].null_count() < db.height:
-        acc = pl.col("accept_len") if "accept_len" in db.columns else pl.lit(None)
         parts = [db.select(*GROUP, "ts", "t_rel", "line", pl.lit("d").alias("_k"),
-                           acc.cast(pl.Float64).alias("_acc"),
+                           col_or_null(db, "accept_len", pl.Float64).alias("_acc"),
                            pl.col("gen_throughput").cast(pl.Float64).alias("_thr"),
                            pl.col("running_req").cast(pl.Int64).alias("_run"),
                            pl.lit(None, pl.Int64).alias("_new"),
@@ -73,14 +72,10 @@ def _lines(logs) -> tuple[pl.DataFrame, str] | None:
                 *GROUP, "ts", "t_rel", "line", pl.lit("p").alias("_k"),
                 pl.lit(None, pl.Float64).alias("_acc"),
                 pl.lit(None, pl.Float64).alias("_thr"),
-                (pl.col("running_req") if "running_req" in pb.columns
-                 else pl.lit(None)).cast(pl.Int64).alias("_run"),
-                (pl.col("new_token") if "new_token" in pb.columns
-                 else pl.lit(None)).cast(pl.Int64).alias("_new"),
-                (pl.col("cached_token") if "cached_token" in pb.columns
-                 else pl.lit(None)).cast(pl.Int64).alias("_cached"),
-                (pl.col("input_throughput") if "input_throughput" in pb.columns
-                 else pl.lit(None)).cast(pl.Float64).alias("_ithr")))
+                col_or_null(pb, "running_req", pl.Int64).alias("_run"),
+                col_or_null(pb, "new_token", pl.Int64).alias("_new"),
+                col_or_null(pb, "cached_token", pl.Int64).alias("_cached"),
+                col_or_null(pb, "input_throughput", pl.Float64).alias("_ithr")))
         df, basis = with_time(pl.concat(parts, how="vertical_relaxed"))
         return df.with_columns(pl.col("file").cast(pl.String)).sort("file", "t", "line"), \
             basis
@@ -91,8 +86,7 @@ def _lines(logs) -> tuple[pl.DataFrame, str] | None:
             *GROUP, "ts", "t_rel", "line", pl.lit("d").alias("_k"),
             pl.col("gen_throughput").cast(pl.Float64).alias("_thr"),
             pl.col("running_reqs").cast(pl.Int64).alias("_run"),
-            (pl.col("prompt_throughput") if "prompt_throughput" in es.columns
-             else pl.lit(None)).cast(pl.Float64).alias("_pthr"),
+            col_or_null(es, "prompt_throughput", pl.Float64).alias("_pthr"),
             pl.lit(None, pl.Int64).alias("_new"), pl.lit(None, pl.Int64).alias("_cached")))
         return df.with_columns(pl.col("file").cast(pl.String)).sort("file", "t", "line"), basis
     return None
