@@ -30,6 +30,11 @@ PADDING = " \t\r\x0b\x0c*`"
 # a column a logging handler prints after the message (Rich's ``   serve.py:118``)
 SUFFIX_HINT = ".py:"
 SUFFIX = r" {2,}[A-Za-z0-9_.-]+\.py:[0-9]+$"
+# Ray's log deduplication: a line that stands for itself and N more alike lines of other
+# processes (numbers may differ) that Ray folded away ends in `` [repeated Nx across cluster]``;
+# the suffix is cut (the line is one record, with its own figures) and N is kept in ``repeated``
+DEDUP_HINT = "across cluster]"
+DEDUP = r" *\[repeated ([0-9]+)x across cluster\]$"
 # a logger that quotes the whole server line as one field (Go %q / logfmt escaping)
 EMBED_HINT = '="'
 EMBED = (r'^(?P<outer>.*?\b(?:line|msg|message|log)=)"(?P<inner>(?:[^"\\]|\\.)+)"')
@@ -89,6 +94,7 @@ _GLUED_RX = re.compile(GLUED)
 _ANSI_RX = re.compile(ANSI)
 _EMBED_RX = re.compile(EMBED)
 _SUFFIX_RX = re.compile(SUFFIX)
+_DEDUP_RX = re.compile(DEDUP)
 _UNESCAPE_RX = re.compile(r'\\(["\\])')
 
 
@@ -114,6 +120,8 @@ def strip_line(raw: str) -> tuple[dict[str, str | None], str]:
     text = raw.rstrip(PADDING)
     if SUFFIX_HINT in text:
         text = _SUFFIX_RX.sub("", text)
+    if DEDUP_HINT in text:
+        text = _DEDUP_RX.sub("", text).rstrip(PADDING)
     outer = None
     if text.endswith("}") and '{"' in text:
         outer, text = _json_entry(text)
@@ -225,7 +233,17 @@ def strip_frame(lines, first_row: int = 0):  # noqa: ANN001, ANN201 - polars imp
               lambda t: t.str.replace_all(ANSI, "")).str.strip_chars_end(PADDING)
     text = on(text.str.contains(SUFFIX_HINT, literal=True), text,
               lambda t: t.str.replace(SUFFIX, ""))
+    repeated = None
+    dedup = text.str.contains(DEDUP_HINT, literal=True)
+    if dedup.any():
+        at = dedup.arg_true()
+        repeated = pl.Series("repeated", [None] * len(text), dtype=pl.Int32).scatter(
+            at, text.gather(at).str.extract(DEDUP, 1).cast(pl.Int32, strict=False))
+        text = text.scatter(at, text.gather(at).str.replace(DEDUP, "").str.strip_chars_end(
+            PADDING))
     df = lines.with_columns(text.alias("text"), pl.lit(None, pl.String).alias("outer"))
+    if repeated is not None:
+        df = df.with_columns(repeated)
     # quoted embeddings (logfmt line="..." / msg="..."): a literal test, then the regex on the
     # lines that pass it
     hint = df.select(pl.col("text").str.contains(EMBED_HINT, literal=True)).to_series()

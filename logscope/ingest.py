@@ -12,7 +12,7 @@ import os
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +35,7 @@ from .parse import (
     header_prefix,
 )
 from .store import MemoryStore, ParquetStore, scan
+from .wrapped import rejoin
 
 COMMON_COLUMNS = ["file", "line", "run", "engine", "ts", "ts_source", "ts_inferred", "t_rel",
                   "level", "slot", "task", "variant"]
@@ -71,6 +72,9 @@ class FileStats:
     other: int = 0  # lines of an engine's shape that no rule knows and that carry no figure
     unrecognized: int = 0
     engines: list[str] = field(default_factory=list)
+    rejoined: list[int] = field(default_factory=list)  # lines holding a record a terminal wrapped
+    folded: int = 0  # lines of other processes Ray's deduplication folded away (not in the log)
+    folded_lines: int = 0  # lines ending in Ray's ``[repeated Nx across cluster]``
 
 
 @dataclass
@@ -162,6 +166,10 @@ class Batch:
     other: pl.DataFrame  # file, n: lines no engine took
     n_records: int  # rows of the batch after glued records were split
     first_row: int = 0  # the ``_row`` of its first record
+    file: str = ""
+    rejoined: list[int] = field(default_factory=list)  # lines that hold a rejoined record
+    folded: int = 0  # lines Ray's deduplication folded into the batch's lines (not in the log)
+    folded_lines: int = 0  # the batch's lines that stand for such folded lines
 
     def shift(self, rows: int, lines: int) -> Batch:
         """The same batch with ``_row`` moved by ``rows`` and ``line`` by ``lines``."""
@@ -172,10 +180,12 @@ class Batch:
             out = df.with_columns(pl.col("_row") + rows) if "_row" in df.columns else df
             return out.with_columns(pl.col("line") + lines) if "line" in out.columns else out
 
-        return Batch({e: mv(df) for e, df in self.rows.items()},
-                     {e: {k: mv(df) for k, df in ks.items()} for e, ks in self.fields.items()},
-                     {e: mv(df) for e, df in self.unrecognized.items()}, self.other,
-                     self.n_records, self.first_row + rows)
+        return replace(self, rows={e: mv(df) for e, df in self.rows.items()},
+                       fields={e: {k: mv(df) for k, df in ks.items()}
+                               for e, ks in self.fields.items()},
+                       unrecognized={e: mv(df) for e, df in self.unrecognized.items()},
+                       first_row=self.first_row + rows,
+                       rejoined=[n + lines for n in self.rejoined])
 
 
 def lines_frame(raw: pl.Series, file: str, first_line: int = 0,
@@ -191,7 +201,8 @@ def lines_frame(raw: pl.Series, file: str, first_line: int = 0,
 
 def parse_batch(raw: pl.Series, file: str, engines: list[str] | None = None, *,
                 first_line: int = 0, first_row: int = 0,
-                on_lines: Callable[[pl.DataFrame], None] | None = None) -> Batch:
+                on_lines: Callable[[pl.DataFrame], None] | None = None,
+                join_wrapped: bool = True) -> Batch:
     """The parsing core, a pure function: a batch of raw log lines (a Polars Series or anything
     ``pl.Series`` takes, e.g. an Arrow string array) of ``file`` to its event frames.
 
@@ -208,10 +219,15 @@ def parse_batch(raw: pl.Series, file: str, engines: list[str] | None = None, *,
     if not isinstance(raw, pl.Series):
         raw = pl.Series("raw", raw, dtype=pl.String)
     lines = strip_frame(lines_frame(raw, file, first_line, first_row), first_row)
-    if on_lines is not None:
+    folded = folded_lines = 0
+    if "repeated" in lines.columns:
+        rep = lines.get_column("repeated")
+        folded, folded_lines = int(rep.sum() or 0), rep.len() - rep.null_count()
+        lines = lines.drop("repeated")
+    if on_lines is not None and join_wrapped:
         on_lines(lines)
     out = Batch({}, {}, {}, pl.DataFrame(schema={"file": pl.String, "n": pl.UInt32}),
-                lines.height, first_row)
+                lines.height, first_row, file, [], folded, folded_lines)
     rest = lines
     index = AnchorIndex(lines.get_column("text"), anchors_of(tuple(engines)), first_row)
     # every engine's event formats, then every engine's ignored ones, then the catch-alls
@@ -223,12 +239,29 @@ def parse_batch(raw: pl.Series, file: str, engines: list[str] | None = None, *,
             rest = res.rest
             if res.rows.height:
                 _merge(out, eng, res)
+    if join_wrapped and any(u.height for u in out.unrecognized.values()):
+        cut = _wrapped_at(out, lines, first_line)
+        if cut:
+            joined_raw, joined = rejoin(raw, cut, engines)
+            if joined:
+                again = parse_batch(joined_raw, file, engines, first_line=first_line,
+                                    first_row=first_row, on_lines=on_lines, join_wrapped=False)
+                again.rejoined = [first_line + i + 1 for i in joined]
+                return again
     if rest.height:
         out.other = rest.group_by("file").agg(pl.len().alias("n"))
     # each kind's fields in line order, as the model's rows: joined by position (_kind_table)
     out.fields = {e: {k: f if f.get_column("_row").is_sorted() else f.sort("_row")
                       for k, f in ks.items()} for e, ks in out.fields.items()}
     return out
+
+
+def _wrapped_at(out: Batch, lines: pl.DataFrame, first_line: int) -> list[int]:
+    """Indexes (in the batch's raw lines) of the unrecognized lines, in order: where a record
+    a terminal wrapped may continue (:mod:`logscope.wrapped`)."""
+    rows = pl.concat([u.select("_row") for u in out.unrecognized.values() if u.height])
+    at = lines.join(rows, on="_row", how="semi").get_column("line") - first_line - 1
+    return sorted(set(at.to_list()))
 
 
 def _merge(out: Batch, eng: str, res: Any) -> None:
@@ -390,10 +423,16 @@ class Assembler:
         self.with_events: set[str] = set()
         self.with_ignored: set[str] = set()
         self.next_row = 0
+        self.notes: dict[str, Batch] = {}  # per file: the rejoined and folded lines
 
     def add(self, batch: Batch) -> None:
         b = batch.shift(self.next_row - batch.first_row, 0)
         self.next_row += b.n_records
+        if b.rejoined or b.folded_lines:
+            note = self.notes.setdefault(b.file, Batch({}, {}, {}, b.other, 0, file=b.file))
+            note.rejoined += b.rejoined
+            note.folded += b.folded
+            note.folded_lines += b.folded_lines
         self.counts.append(_class_counts([b]))
         for eng in self.engines:
             rows = b.rows.get(eng)
@@ -458,6 +497,10 @@ class Assembler:
             found = [e for e in found if e in self.with_events]
         counts = (pl.concat(self.counts) if self.counts else _class_counts([]))
         _fill_stats(files, counts)
+        for fs in files:
+            if (note := self.notes.get(fs.file)) is not None:
+                fs.rejoined, fs.folded, fs.folded_lines = (
+                    sorted(note.rejoined), note.folded, note.folded_lines)
         if not found and not any(f.unrecognized for f in files):
             self._lines_and_unrecognized(resort)
             raise NoServerLines(Logs(self.store.result(), files, found))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import polars as pl
 
 from .ingest import Logs
@@ -35,6 +37,24 @@ def _drift_lines(logs: Logs) -> list[str]:
     return out
 
 
+def _rejoined_folded(logs: Logs) -> list[str]:
+    """A line each for records a terminal wrapped (rejoined) and Ray's folded lines."""
+    out = []
+    joined = [(f.file, n) for f in logs.files for n in f.rejoined]
+    if joined:
+        at = ", ".join(f"{Path(f).name}:{n}" for f, n in joined[:3])
+        out.append(f"  {len(joined)} record(s) a terminal wrapped onto two lines, rejoined "
+                   f"({at}{', …' if len(joined) > 3 else ''}); each second line is counted "
+                   "with the ignored ones")
+    folded = sum(f.folded for f in logs.files)
+    if folded:
+        n = sum(f.folded_lines for f in logs.files)
+        out.append(f"  {n} line(s) end in Ray's '[repeated Nx across cluster]': {folded} alike "
+                   "line(s) of other processes were folded away by Ray and are not in the log; "
+                   "each printed line counts once, with its own figures")
+    return out
+
+
 def render(logs: Logs) -> str:
     s = logs.summary()
     out: list[str] = []
@@ -55,6 +75,7 @@ def render(logs: Logs) -> str:
     capped = sum(f.capped for f in logs.files)
     if bad or capped:
         out.append(f"  {bad} line(s) with invalid UTF-8 (replaced), {capped} over-long line(s) cut")
+    out.extend(_rejoined_folded(logs))
     out.append("  events: " + ", ".join(f"{k} {v}" for k, v in s["events"].items()))
     req = logs.get("requests")
     if req is not None and req.height:
