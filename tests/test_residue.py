@@ -28,3 +28,24 @@ def test_a_padded_gutter_keeps_the_vllm_record(tmp_path):
     row = logs["engine_stats"].row(0, named=True)
     assert (row["running_reqs"], row["swapped_reqs"], row["waiting_reqs"]) == (9, 0, 4)
     assert row["gen_throughput"] == 38.1
+
+
+def test_wrapped_record_rejoined_and_ray_suffix_counted(tmp_path):
+    """A vLLM stats record cut by a terminal is one event with every figure, no alarm; Ray's
+    dedup suffix is cut and its folded lines counted."""
+    import logscope
+
+    head = ("(APIServer pid=12) INFO 08-01 10:00:20 [loggers.py:123] Engine 000: Avg prompt "
+            "throughput: 0.0 tokens/s, Avg generation throughpu")
+    tail = "t: 843.6 tokens/s, Running: 38 reqs, Waiting: 0 reqs, GPU KV cache usage: 12.3%"
+    ray = ("(APIServer pid=12) INFO 08-01 10:00:30 [loggers.py:123] Engine 000: Avg prompt "
+           "throughput: 0.0 tokens/s, Avg generation throughput: 80.0 tokens/s, Running: 4 reqs,"
+           " Waiting: 0 reqs, GPU KV cache usage: 1.0% [repeated 3x across cluster]")
+    p = tmp_path / "w.log"
+    p.write_text("\n".join([head, tail, ray]) + "\n")
+    logs = logscope.read(str(p))
+    st = logs["engine_stats"]
+    assert st["gen_throughput"].to_list() == [843.6, 80.0]
+    assert st["running_reqs"].to_list() == [38, 4]
+    f = logs.files[0]
+    assert (f.unrecognized, f.rejoined, f.folded, f.folded_lines) == (0, [1], 3, 1)
