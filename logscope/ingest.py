@@ -423,13 +423,13 @@ class Assembler:
         self.with_events: set[str] = set()
         self.with_ignored: set[str] = set()
         self.next_row = 0
-        self.notes: dict[str, Batch] = {}  # per file: the rejoined and folded lines
+        self.notes: dict[str, FileStats] = {}  # per file: the rejoined and folded lines
 
     def add(self, batch: Batch) -> None:
         b = batch.shift(self.next_row - batch.first_row, 0)
         self.next_row += b.n_records
         if b.rejoined or b.folded_lines:
-            note = self.notes.setdefault(b.file, Batch({}, {}, {}, b.other, 0, file=b.file))
+            note = self.notes.setdefault(b.file, FileStats(b.file))
             note.rejoined += b.rejoined
             note.folded += b.folded
             note.folded_lines += b.folded_lines

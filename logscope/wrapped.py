@@ -10,7 +10,7 @@ is at least 60 characters long (a terminal's width); the two
 joined (with nothing between them, as a terminal cuts, or with one space, as an editor's
 word wrap does) make an event; and that event has more fields than the first line alone. The
 joined record takes the first line's number; the second line is left empty (counted with the
-lines no engine took) and the pair is reported as rejoined, so nothing is lost or counted twice.
+ignored lines) and the pair is reported as rejoined, so nothing is lost or counted twice.
 Only the few unrecognized lines are tried, one by one, so the cost is nil on a clean log. A
 record cut across two reading blocks (one in a few million lines) is not joined.
 """
