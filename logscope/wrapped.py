@@ -6,7 +6,7 @@ can carry a long record cut at the window's edge: ``… Avg generation throughpu
 anchor and matches no format (an alarm); the first half alone loses the figures past the cut.
 
 A line is joined to the one before it when all of these hold: it is unrecognized; the one before it
-is at least 60 characters long (a terminal's width); the two
+is 60 to 512 characters long (a terminal's width) and it is at most 512; the two
 joined (with nothing between them, as a terminal cuts, or with one space, as an editor's
 word wrap does) make an event; and that event has more fields than the first line alone. The
 joined record takes the first line's number; the second line is left empty (counted with the
@@ -24,6 +24,7 @@ from .parse import IGNORED, OTHER, UNRECOGNIZED, parse_raw_line
 NOT_EVENTS = (IGNORED, OTHER, UNRECOGNIZED)
 MAX_TRIES = 200  # unrecognized lines tried per block; a log past this is not a wrapped paste
 MIN_WIDTH = 60  # a first half shorter than this was not cut by a terminal's edge
+MAX_WIDTH = 512  # nor one longer than this (and the per-line regexes stay fast on the pair)
 
 
 def _fields(raw: str, engines: list[str]) -> tuple[str, str, int] | None:
@@ -50,7 +51,8 @@ def rejoin(raw: pl.Series, at: list[int], engines: list[str]) -> tuple[pl.Series
     joined: list[int] = []
     for i in at[:MAX_TRIES]:
         if (i < 1 or (joined and joined[-1] == i - 1) or not out[i]
-                or len(out[i - 1].rstrip("\r\n")) < MIN_WIDTH):
+                or not MIN_WIDTH <= len(out[i - 1].rstrip("\r\n")) <= MAX_WIDTH
+                or len(out[i]) > MAX_WIDTH):
             continue
         first = _fields(out[i - 1], engines)
         for sep in ("", " "):
