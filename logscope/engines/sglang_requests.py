@@ -28,6 +28,28 @@ FINISH_VARIANTS = ("request_log_finish_v0_4_1", "request_log_finish_v0_2_14",
                    "request_log_finish_v0_2_0")
 SOURCE = "request_log"
 
+# llama-server's ``requests`` columns (its order and dtypes): those the request log does not
+# give are null, so every consumer of the table reads the same schema and finds them unknown
+LLAMA_COLUMNS: dict[str, pl.DataType] = {
+    "file": pl.Categorical(), "router_port": pl.Int64(), "run": pl.Int32(), "slot": pl.Int64(),
+    "task": pl.Int64(), "status": pl.String(), "cancelled": pl.Boolean(),
+    "truncated": pl.Boolean(), "error": pl.String(), "is_child": pl.Boolean(),
+    "select_method": pl.String(), "sim_best": pl.Float64(), "f_keep": pl.Float64(),
+    "ts_start": pl.Datetime("us", "UTC"), "ts_end": pl.Datetime("us", "UTC"),
+    "t_start": pl.Float64(), "t_end": pl.Float64(), "prompt_total": pl.Int64(),
+    "cached_tokens": pl.Int64(), "cached_source": pl.String(), "prompt_tokens": pl.Int64(),
+    "prompt_ms": pl.Float64(), "prompt_tps": pl.Float64(), "gen_tokens": pl.Int64(),
+    "decode_ms": pl.Float64(), "decode_tps": pl.Float64(), "total_ms": pl.Float64(),
+    "graphs_reused": pl.Int64(), "draft_accepted": pl.Int64(), "draft_generated": pl.Int64(),
+    "draft_rate": pl.Float64(), "mean_len": pl.Float64(), "ctx_tokens": pl.Int64(),
+    "n_ctx_slot": pl.Int64(), "context_shifts": pl.UInt32(), "n_discarded": pl.Int64(),
+    "prefill_ticks": pl.UInt32(), "decode_ticks": pl.UInt32(), "tg_3s_mean": pl.Float64(),
+    "prefill_tick_list": pl.List(pl.Struct({
+        "t_rel": pl.Float64, "n_processed": pl.Int64, "n_past": pl.Int64,
+        "progress": pl.Float64, "pp_seconds": pl.Float64, "pp_tps": pl.Float64})),
+}
+EXTRA_COLUMNS = ("rid", "finish_reason", "line", "source", "exactness")
+
 
 def build_requests(tables: AnyTables) -> pl.DataFrame | None:
     """One row per finished request of an SGLang log (None when the log has no finish record).
@@ -61,7 +83,8 @@ def build_requests(tables: AnyTables) -> pl.DataFrame | None:
         .alias("cached_source"),
         pl.when(pl.col("e2e_latency") >= 0).then(pl.col("e2e_latency") * 1000.0)
         .alias("total_ms"),
-        pl.when(pl.col("prompt_tokens").is_not_null() | pl.col("completion_tokens").is_not_null())
+        pl.when(pl.col("finish_reason") == "abort").then(pl.lit("cancelled"))
+        .when(pl.col("prompt_tokens").is_not_null() | pl.col("completion_tokens").is_not_null())
         .then(pl.lit("completed")).otherwise(pl.lit("partial")).alias("status"),
     ).with_columns(
         pl.when(pl.col("e2e_latency") >= 0)
@@ -70,8 +93,9 @@ def build_requests(tables: AnyTables) -> pl.DataFrame | None:
         pl.lit(SOURCE).alias("source"),
         pl.lit("exact_per_request").alias("exactness"),
     )
+    out = out.sort("file", "run", "line")
     return out.select(
-        "file", "run", "line", "rid", "status", "cancelled", "finish_reason", "ts_start",
-        "ts_end", "prompt_total", "cached_tokens", "cached_source", "prompt_tokens",
-        "gen_tokens", "total_ms", "source", "exactness",
-    ).with_columns(pl.col("run").cast(pl.Int32)).sort("file", "run", "line")
+        *[(pl.col(c) if c in out.columns else pl.lit(None)).cast(d).alias(c)
+          for c, d in LLAMA_COLUMNS.items()],
+        *EXTRA_COLUMNS,
+    )
