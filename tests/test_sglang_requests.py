@@ -53,9 +53,13 @@ def test_llama_columns_present_and_unknown_ones_null():
         assert req.schema[c] == dt, c
     # the request log prints no prefill or decode time, TTFT or draft figures: never guessed
     for c in ("prompt_ms", "prompt_tps", "decode_ms", "decode_tps", "draft_accepted",
-              "mean_len", "slot", "task"):
+              "draft_generated", "slot", "task"):
         assert req[c].null_count() == req.height, c
     assert req.filter(pl.col("finish_reason") == "abort")["cancelled"].to_list() == [True]
+    # spec_accept_length = completion_tokens / spec_verify_ct: 256/100, 97/40, 3/2
+    assert sorted(req["mean_len"].to_list()) == [1.5, 2.425, 2.56]
+    text = logscope.read(str(SGLANG / "v0.5.2-finish-e2e.log"))["requests"]
+    assert text["mean_len"].null_count() == text.height  # no speculative decoding printed
 
 
 def test_log_without_finish_records_has_no_requests():

@@ -9,13 +9,15 @@ every log level from 0.4.1, ``in=… out={…}`` before; ``{"event": "request.fi
 * ``prompt_tokens`` = ``prompt_tokens − cached_tokens``: the tokens computed, as llama-server's
   ``prompt_tokens`` means;
 * ``gen_tokens`` = ``completion_tokens``;
+* ``mean_len`` = ``spec_accept_length`` (speculative decoding, recent releases: completion
+  tokens ÷ verify steps ``spec_verify_ct``, kept beside it), llama-server's mean accepted length;
 * ``total_ms`` = ``e2e_latency`` × 1000 (from receipt by the tokenizer to finish), when printed;
 * ``ts_end`` = the finish line's time (the JSON record's own ISO timestamp when given);
   ``ts_start`` = ``ts_end − e2e_latency``.
 
 Not given per request by the request log, so null (never guessed): prefill time, decode time,
-decode t/s, queue time, time to first token, draft acceptance, slot and task (the ``rid`` names
-the request). The batch lines' figures stay window averages.
+decode t/s, queue time, time to first token, drafted/accepted counts, slot and task (the
+``rid`` names the request). The batch lines' figures stay window averages.
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ LLAMA_COLUMNS: dict[str, pl.DataType] = {
         "t_rel": pl.Float64, "n_processed": pl.Int64, "n_past": pl.Int64,
         "progress": pl.Float64, "pp_seconds": pl.Float64, "pp_tps": pl.Float64})),
 }
-EXTRA_COLUMNS = ("rid", "finish_reason", "line", "source", "exactness")
+EXTRA_COLUMNS = ("rid", "finish_reason", "spec_verify_ct", "line", "source", "exactness")
 
 
 def build_requests(tables: AnyTables) -> pl.DataFrame | None:
@@ -63,7 +65,8 @@ def build_requests(tables: AnyTables) -> pl.DataFrame | None:
         t = t.collect()
     cols = {"rid": pl.String, "prompt_tokens": pl.Int64, "completion_tokens": pl.Int64,
             "cached_tokens": pl.Int64, "finish_reason": pl.String, "e2e_latency": pl.Float64,
-            "req_log_timestamp": pl.String, "req_event": pl.String}
+            "req_log_timestamp": pl.String, "req_event": pl.String,
+            "spec_accept_length": pl.Float64, "spec_verify_ct": pl.Int64}
     t = t.with_columns(pl.lit(None, d).alias(c) for c, d in cols.items() if c not in t.columns)
     fin = t.filter(pl.col("variant").cast(pl.String).is_in(FINISH_VARIANTS)
                    | (pl.col("req_event") == "finished"))
@@ -90,6 +93,9 @@ def build_requests(tables: AnyTables) -> pl.DataFrame | None:
         pl.when(pl.col("e2e_latency") >= 0)
         .then(pl.col("ts_end") - pl.duration(microseconds=e2e_us)).alias("ts_start"),
         (pl.col("finish_reason") == "abort").alias("cancelled"),
+        # tokens per verify step (0 when no step was verified: unknown, not zero)
+        pl.when(pl.col("spec_accept_length").is_finite() & (pl.col("spec_accept_length") > 0))
+        .then(pl.col("spec_accept_length")).alias("mean_len"),
         pl.lit(SOURCE).alias("source"),
         pl.lit("exact_per_request").alias("exactness"),
     )
