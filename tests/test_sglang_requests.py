@@ -90,7 +90,8 @@ def test_report_card_shows_request_log_figures():
     # 1200 + 1300 + 64 prompt tokens, 1024 of them cached; e2e 4.5, 2.1, 0.4 s
     assert ("requests (exact per request, from the request log): 3 finished (1 aborted); "
             "prompt 2,564 tokens, 1,024 from cache (40 %); generated 356 tokens; "
-            "end-to-end median 2.100 s, max 4.500 s (n = 3)") in res.output
+            "end-to-end median 2.100 s, max 4.500 s (n = 3); "
+            "mean accepted length median 2.42 tokens/step (n = 3)") in res.output
     js = json.loads(CliRunner().invoke(cli, ["report", str(SGLANG / "v0.5.2-finish-e2e.log"),
                                              "--format", "json"]).output)
     fig = next(iter(js["headline"].values()))["request_log"]

@@ -18,7 +18,8 @@ def request_log_figures(logs) -> dict | None:
     """Counts and end-to-end times of the finished requests of a request log (None without).
 
     ``n`` finished (``cancelled`` of them aborted); token sums; the radix-cache share of the
-    prompt tokens; median and maximum end-to-end seconds (requests that printed it).
+    prompt tokens; median and maximum end-to-end seconds (requests that printed it); median
+    mean accepted length (speculative decoding, where printed).
 
     Example::
 
@@ -31,6 +32,7 @@ def request_log_figures(logs) -> dict | None:
     if not req.height:
         return None
     e2e = req["total_ms"].drop_nulls() / 1000.0
+    ml = req["mean_len"].drop_nulls()
     prompt = req["prompt_total"].drop_nulls()
     cached = req.filter(pl.col("cached_tokens").is_not_null()
                         & pl.col("prompt_total").is_not_null())
@@ -46,6 +48,8 @@ def request_log_figures(logs) -> dict | None:
         "e2e_median_s": float(e2e.median()) if e2e.len() else None,
         "e2e_max_s": float(e2e.max()) if e2e.len() else None,
         "n_e2e": int(e2e.len()),
+        "mean_len_median": float(ml.median()) if ml.len() else None,
+        "n_mean_len": int(ml.len()),
         "exactness": "exact per request",
     }
 
@@ -69,6 +73,9 @@ def request_log_lines(fig: dict | None) -> list[str]:
     if fig["e2e_median_s"] is not None:
         parts.append(f"end-to-end median {fig['e2e_median_s']:,.3f} s, max "
                      f"{fig['e2e_max_s']:,.3f} s (n = {fig['n_e2e']})")
+    if fig.get("mean_len_median") is not None:
+        parts.append(f"mean accepted length median {fig['mean_len_median']:.2f} tokens/step "
+                     f"(n = {fig['n_mean_len']})")
     return ["- requests (exact per request, from the request log): " + "; ".join(parts),
             "- per-request prefill and decode time: not printed by the request log "
             "(decode t/s stays the window figure)"]
