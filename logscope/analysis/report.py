@@ -68,6 +68,7 @@ from logscope.analysis.metrics import (
 )
 from logscope.analysis.prefill import PREDICT_AT, prefill_curve
 from logscope.analysis.pressure import pressure_summary
+from logscope.analysis.request_log import request_log_figures, request_log_lines
 from logscope.telemetry.report import energy_headline, energy_lines
 
 BENCH_SCHEMA = {"label": pl.String, "test": pl.String, "kind": pl.String,
@@ -330,7 +331,7 @@ def headline(logs, at: tuple[int, ...] | list[int] | None = None) -> dict:
     return {"prefill_fit": fit, "prefill_points": pts.height,
             "prefill_at": {d: prefill_at(logs, d, fit) for d in at_depths}, "decode": dec,
             "acceptance": acc, "aggregate": agg_d, "pressure": pressure_summary(logs),
-            "energy": energy_headline(logs)}
+            "energy": energy_headline(logs), "request_log": request_log_figures(logs)}
 
 
 def build_report(logs_list: list, labels: list[str] | None = None,
@@ -378,6 +379,8 @@ def has_figures(rep: dict) -> bool:
         return True
     for h in rep["headline"].values():
         if h["decode"] or h["acceptance"]["n"] or h["prefill_points"] or h["aggregate"]:
+            return True
+        if h.get("request_log"):
             return True
     return False
 
@@ -539,6 +542,7 @@ def render(rep: dict, fmt: str = "md") -> str:
                      f"- pressure: events {p['events'] or 'none'}"
                      + (f", KV usage max {_fmt(p['kv_usage_max'])}" if p['kv_usage_max'] else "")
                      + (f", queue max {p['queued_max']}" if p['queued_max'] is not None else ""))
+        lines += request_log_lines(h.get("request_log"))
         lines += energy_lines(h.get("energy"))  # GPU telemetry given (docs/energy.md)
         tb = rep["time_budget"].filter(pl.col("label") == name)
         if tb.height:

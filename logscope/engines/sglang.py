@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import polars as pl
 
-from . import Fields, Model, Stream
+from . import AnyTables, Fields, Model, Stream, Tables
+from .sglang_requests import build_requests
 from .windows import BASIS_WINDOW, ConfigRuns, ensure
 
 
@@ -59,6 +60,11 @@ class SglangStream(Stream):
             pl.when(pl.col("variant").str.ends_with("_damaged")).then(True).alias("partial"),
         )
         return self.runs(df), fields
+
+    def derived(self, tables: AnyTables) -> Tables:
+        """``requests`` from the request log's finish records (``sglang_requests``)."""
+        req = build_requests(tables)
+        return {} if req is None else {"requests": req}
 
 
 MODEL = Model(stream=SglangStream, row_fields=())

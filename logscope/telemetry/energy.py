@@ -426,6 +426,8 @@ def attach(logs, samples: pl.DataFrame | dict[str, pl.DataFrame] | None, *,
     logs.tables["energy_runs"] = pl.DataFrame(schema=RUN_SCHEMA)
     if req is None or req.height == 0 or "t_start" not in req.columns or every.height == 0:
         return null_energy(logs)
+    if req["t_start"].is_null().all():  # requests with no server-clock span (a request log)
+        return null_energy(logs)
     req = req.drop([c for c in ENERGY_COLUMNS if c in req.columns])
     powers: dict[int, Power] = {}
 
