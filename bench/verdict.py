@@ -28,6 +28,7 @@ sys.path.insert(0, str(ROOT))
 import logscope  # noqa: E402
 from logscope.analysis.concurrency import concurrency, request_concurrency  # noqa: E402
 from logscope.analysis.depth import checked_fit  # noqa: E402
+from logscope.analysis.metrics import acceptance_rate, mean_accepted_length  # noqa: E402
 from logscope.analysis.verdict import verdict  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "corpus"
@@ -75,15 +76,26 @@ def main() -> None:
 def rendered() -> None:
     print("\n| rendered log | state (decoding, prefilling) | per stream t/s | truth | Δ |")
     print("|---|---|---:|---:|---:|")
+    acc = []
     for log in sorted((ROOT / "fixtures").glob("*/rendered/*.log")):
         truth = json.loads(log.with_name(log.name.replace(".log", ".truth.json")).read_text())
-        for r in concurrency(logscope.read(str(log))).iter_rows(named=True):
+        lg = logscope.read(str(log))
+        for r in concurrency(lg).iter_rows(named=True):
             t = truth["decode_per_stream"].get(f"{r['decoding']},{r['prefilling']}")
             if t:
                 print(f"| {log.parent.parent.name}/{log.name} | {r['decoding']}, "
                       f"{r['prefilling']} | "
                       f"{r['per_stream_tps']:,.2f} | {t['tps']:,.2f} | "
                       f"{100 * (r['per_stream_tps'] / t['tps'] - 1):+.1f} % |")
+        if "acceptance" in truth:
+            m, a = mean_accepted_length(lg)["value"], acceptance_rate(lg)["value"]
+            ta = truth["acceptance"]
+            acc.append(f"| {log.parent.parent.name}/{log.name} | {m:.3f} | {ta['mean_len']:.3f}"
+                       f" | {100 * (m / ta['mean_len'] - 1):+.1f} % | {a:.4f} | "
+                       f"{ta['rate']:.4f} | {100 * (a / ta['rate'] - 1):+.1f} % |")
+    print("\n| rendered log | mean accepted length | truth | Δ | acceptance rate | truth | Δ |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    print("\n".join(acc))
 
 
 if __name__ == "__main__":

@@ -678,6 +678,8 @@ def card(logs, label: str | None = None, verdicts: list[dict] | None = None) -> 
     if h["decode"]:
         d = h["decode"]
         how = {EXACT: "exact/request"}.get(d["exactness"], d["exactness"])
+        if d.get("decoding"):
+            how += f", {d['decoding']} decoding"
         hl.append(f"decode t/s ({how}): median {fmt_figure('decode_tps', d['median'])}")
         hl.append(f"  range {d['min']:.2f}–{d['max']:.2f}, n={d['n']}")
     a = h["acceptance"]

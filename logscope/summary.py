@@ -98,7 +98,11 @@ def headline_lines(logs: Logs) -> list[str]:
     h = headline_figures(logs)
     out = []
     d = h["decode_tps"]
-    if d["value"] is not None:
+    if d["value"] is not None and d.get("decoding"):
+        out.append(f"  decode t/s per stream at {d['decoding']} decoding (the state seen "
+                   f"longest): {fmt_figure('decode_tps', d['value'])} ({d['exactness']}, "
+                   f"n = {d['n']}; every state: logscope report)")
+    elif d["value"] is not None:
         out.append(f"  decode t/s median: {fmt_figure('decode_tps', d['value'])} "
                    f"({d['exactness']}, n = {d['n']})")
     g = h["aggregate_decode"]

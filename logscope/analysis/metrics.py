@@ -6,15 +6,18 @@ everywhere. Each returns a dict: ``value`` (None when the log has no data for it
 many requests or windows it pools), ``exactness`` and ``source``, plus figure-specific keys.
 
 * :func:`acceptance_rate`: accepted / drafted tokens, pooled over requests (llama-server,
-  exact per request), else the mean of server windows (SGLang, vLLM).
+  exact per request), else over server windows weighed by what each holds (SGLang: its
+  request-steps; vLLM: its own counts; :func:`logscope.analysis.spec.acceptance_units`).
 * :func:`mean_accepted_length`: tokens per decode step, pooled: all generated tokens / all
-  steps, where a request's steps = its tokens / its printed ``mean len``. A request without
-  an ``eval time`` line (a partial log) has no token count; when no request has one, the
-  plain mean of the printed values. Server windows: their mean.
+  steps, where a request's steps = its tokens / its printed ``mean len``; windows likewise by
+  their request-steps. A request without an ``eval time`` line (a partial log) has no token
+  count; when no request has one, the plain mean of the printed values.
 * :func:`decode_tps`: the median of the exact per-request decode rates (requests with at
   least ``MIN_DECODE_TOKENS`` generated), else the per-stream rate of server window intervals
   (:mod:`logscope.analysis.windows`: throughput ÷ streams decoding, intervals spanning a
-  prefill or a stall left out), their median weighted by seconds.
+  prefill or a stall left out) in the one concurrency state seen longest (``decoding`` = its
+  streams; nothing prefilling), as :func:`logscope.analysis.concurrency.concurrency` gives it:
+  windows of 1 and of 48 running requests are never one figure.
 * :func:`aggregate_decode`: all tokens decoded ÷ seconds in the state where the most requests
   decoded together (at least 2; with nothing prefilling when that state was seen), from
   :func:`logscope.analysis.concurrency.concurrency`; ``peak`` = the highest aggregate of any
@@ -50,45 +53,49 @@ def _none(**extra) -> dict:
 
 
 def acceptance_rate(logs) -> dict:
-    """Draft acceptance rate (accepted / drafted).
+    """Draft acceptance rate: Σ accepted ÷ Σ drafted over the units of
+    :func:`logscope.analysis.spec.acceptance_units` (requests, else windows by their weight).
 
     Example::
 
         acceptance_rate(logscope.read("spec.log"))["value"]   # 0.0118
     """
-    from logscope.analysis.spec import acceptance_requests, acceptance_windows
+    from logscope.analysis.spec import acceptance_units, acceptance_windows
 
-    r = acceptance_requests(logs)
-    if r.height:
-        acc, gen = int(r["accepted"].sum()), int(r["generated"].sum())
-        return {"value": acc / gen if gen else None, "n": r.height, "exactness": EXACT,
-                "source": "llama:request", "accepted": acc, "generated": gen}
+    u = acceptance_units(logs).drop_nulls("drafted").filter(pl.col("drafted") > 0)
+    if u.height:
+        acc, gen = float(u["accepted"].sum()), float(u["drafted"].sum())
+        exact = u["exactness"][0] == EXACT
+        return {"value": acc / gen, "n": u.height, "exactness": u["exactness"][0],
+                "source": u["source"][0], "accepted": int(acc) if exact else None,
+                "generated": int(gen) if exact else None}
     w = acceptance_windows(logs).drop_nulls("rate")
-    if w.height:
+    if w.height:   # cumulative or count-less lines (vLLM V0): no weight to pool by
         return {"value": float(w["rate"].mean()), "n": w.height, "exactness": WINDOW,
                 "source": w["source"][0], "accepted": None, "generated": None}
     return _none(accepted=None, generated=None)
 
 
 def mean_accepted_length(logs) -> dict:
-    """Mean accepted length (tokens per decode step), pooled over requests.
+    """Mean accepted length (tokens per decode step): Σ tokens ÷ Σ steps over the units of
+    :func:`logscope.analysis.spec.acceptance_units` (requests, else windows by their weight).
 
     Example::
 
         mean_accepted_length(logscope.read("spec.log"))["value"]   # 1.05
     """
-    from logscope.analysis.spec import acceptance_requests, acceptance_windows
+    from logscope.analysis.spec import acceptance_requests, acceptance_units, acceptance_windows
 
+    u = acceptance_units(logs).drop_nulls(["tokens", "steps"]).filter(pl.col("steps") > 0)
+    if u.height:
+        how = ("pooled: tokens / steps" if u["exactness"][0] == EXACT
+               else "pooled: windows weighed by their request-steps")
+        return {"value": float(u["tokens"].sum() / u["steps"].sum()), "n": u.height,
+                "exactness": u["exactness"][0], "source": u["source"][0], "how": how}
     r = acceptance_requests(logs).drop_nulls("mean_len").filter(pl.col("mean_len") > 0)
-    if r.height:
-        t = r.drop_nulls("gen_tokens").filter(pl.col("gen_tokens") > 0)
-        if t.height:
-            v = float(t["gen_tokens"].sum() / (t["gen_tokens"] / t["mean_len"]).sum())
-            how = "pooled: tokens / steps"
-        else:
-            v, how = float(r["mean_len"].mean()), "mean of the printed values"
-        return {"value": v, "n": r.height, "exactness": EXACT, "source": "llama:request",
-                "how": how}
+    if r.height:   # a partial log: no request has its token count
+        return {"value": float(r["mean_len"].mean()), "n": r.height, "exactness": EXACT,
+                "source": "llama:request", "how": "mean of the printed values"}
     w = acceptance_windows(logs).drop_nulls("mean_len")
     if w.height:
         return {"value": float(w["mean_len"].mean()), "n": w.height, "exactness": WINDOW,
@@ -110,13 +117,17 @@ def decode_tps(logs) -> dict:
             s = d["decode_tps"]
             return {"value": float(s.median()), "min": float(s.min()), "max": float(s.max()),
                     "n": d.height, "exactness": EXACT, "source": "llama:request"}
-    from logscope.analysis.concurrency import weighted_median
+    from logscope.analysis.concurrency import concurrency
     from logscope.analysis.windows import decode_intervals
     w = decode_intervals(logs).filter(pl.col("flag").is_null(), pl.col("tps") > 0)
-    if w.height:   # per stream, each window weighed by its seconds
-        return {"value": weighted_median(w["tps"].to_numpy(), w["seconds"].to_numpy()),
-                "min": float(w["tps"].min()), "max": float(w["tps"].max()), "n": w.height,
-                "exactness": WINDOW, "source": "window intervals, per stream"}
+    c = concurrency(logs).filter(pl.col("source") == "window intervals",
+                                 pl.col("prefilling") == 0, pl.col("per_stream_tps") > 0)
+    if w.height and c.height:   # never one figure across states: the state seen longest
+        top = c.sort("seconds", "decoding").row(-1, named=True)
+        k = w.filter(pl.col("decoding") == top["decoding"], pl.col("prefilling") == 0)
+        return {"value": top["per_stream_tps"], "min": float(k["tps"].min()),
+                "max": float(k["tps"].max()), "n": top["n"], "exactness": WINDOW,
+                "source": "window intervals, per stream", "decoding": int(top["decoding"])}
     from logscope.analysis.decode import decode_windows
     t3 = decode_windows(logs).filter(pl.col("source") == "llama:tg_3s", pl.col("tps") > 0)
     if t3.height:   # a pasted excerpt: only the per-slot ~3 s windows

@@ -318,7 +318,7 @@ def headline(logs, at: tuple[int, ...] | list[int] | None = None) -> dict:
     d = decode_tps(logs)
     dec = None if d["value"] is None else {
         "median": d["value"], "min": d["min"], "max": d["max"], "n": d["n"],
-        "exactness": d["exactness"], "source": d["source"]}
+        "exactness": d["exactness"], "source": d["source"], "decoding": d.get("decoding")}
     r, m = acceptance_rate(logs), mean_accepted_length(logs)
     acc = {"rate": r["value"], "mean_len": m["value"], "n": max(r["n"], m["n"]),
            "exactness": r["exactness"] or m["exactness"], "source": r["source"] or m["source"],
@@ -518,6 +518,8 @@ def render(rep: dict, fmt: str = "md") -> str:
             what = {EXACT: "per request (exact)",
                     WINDOW: "per stream (server window intervals, weighted by time)"}.get(
                 d["exactness"], f"{d['exactness']}")
+            if d.get("decoding"):
+                what += f" at {d['decoding']} decoding, the state seen longest"
             lines.append(f"- decode t/s {what}: median {fmt_figure('decode_tps', d['median'])},"
                          f" range {_fmt(d['min'])}–{_fmt(d['max'])}, n = {d['n']}")
         elif engine in ("sglang", "vllm"):

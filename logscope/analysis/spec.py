@@ -7,13 +7,31 @@
   ``SpecDecoding metrics`` (server window averages over all running requests).
 * :func:`acceptance_per_position`: acceptance per draft position where the log prints it
   (llama-server ``acc per pos``, vLLM ``Per-position acceptance rate``).
+* :func:`acceptance_units`: the units the pooled figures sum over (requests, else windows with
+  the weight each window carries): accepted and drafted tokens, tokens and decode steps.
+
+A window line is an average over its interval, so windows are pooled by what they hold, not
+counted one each. SGLang prints a ``Decode batch`` line every ``decode_log_interval`` forward
+steps of the whole batch, so a line stands for (forward steps × ``#running-req``) request-steps:
+its ``accept len`` (tokens per request-step) and ``accept rate`` are weighed by
+``#running-req``. vLLM's ``SpecDecoding metrics`` line (V1) gives the interval's own counts:
+accepted and drafted tokens, and its drafts (request-steps that drafted) = drafted ÷ the
+number of draft positions (the per-position list's length), else accepted ÷ (mean length − 1).
 """
 
 from __future__ import annotations
 
 import polars as pl
 
-from logscope.analysis._util import EXACT, WINDOW, col, label_of, table, with_time
+from logscope.analysis._util import (
+    EXACT,
+    WINDOW,
+    col,
+    col_or_null,
+    label_of,
+    table,
+    with_time,
+)
 
 
 def acceptance_requests(logs, label: str | None = None) -> pl.DataFrame:
@@ -119,6 +137,73 @@ def acceptance_per_position(logs, label: str | None = None) -> pl.DataFrame:
     if not parts:
         return pl.DataFrame(schema=schema)
     return pl.concat(parts)
+
+
+#: forward steps between two SGLang ``Decode batch`` lines (``decode_log_interval``, default 40)
+SGLANG_LOG_INTERVAL = 40
+
+
+def acceptance_units(logs) -> pl.DataFrame:
+    """What the pooled acceptance figures sum over, one row per unit.
+
+    Requests where the log prints their counts (llama-server ``draft acceptance``, exact; a
+    request log's per-request accepted length), else server windows with their weight (module
+    docstring). Columns: ``accepted`` and ``drafted`` (tokens; a window's relative weight where
+    the line gives no count), ``tokens`` and ``steps`` (tokens ÷ steps = mean accepted length),
+    ``exactness``, ``source``. Pooled rate = Σ accepted ÷ Σ drafted; pooled mean accepted
+    length = Σ tokens ÷ Σ steps.
+
+    Example::
+
+        u = acceptance_units(logscope.read("sglang-eagle.log"))
+        u["tokens"].sum() / u["steps"].sum()   # 2.64
+    """
+    schema = {"accepted": pl.Float64, "drafted": pl.Float64, "tokens": pl.Float64,
+              "steps": pl.Float64, "exactness": pl.String, "source": pl.String}
+    r = acceptance_requests(logs)
+    if r.height:
+        return r.select(
+            pl.col("accepted").cast(pl.Float64), pl.col("generated").cast(pl.Float64)
+            .alias("drafted"), pl.col("gen_tokens").cast(pl.Float64).alias("tokens"),
+            (pl.col("gen_tokens") / pl.col("mean_len")).alias("steps"),
+            "exactness", "source").cast(schema)
+    req = table(logs, "requests")
+    if req is not None and col(req, "mean_len") and "gen_tokens" in req.columns:
+        q = req.filter(pl.col("mean_len") > 0, pl.col("gen_tokens") > 0)
+        if q.height:   # a request log's accepted length (SGLang spec_accept_length)
+            return q.select(
+                pl.lit(None, pl.Float64).alias("accepted"),
+                pl.lit(None, pl.Float64).alias("drafted"),
+                pl.col("gen_tokens").cast(pl.Float64).alias("tokens"),
+                (pl.col("gen_tokens") / pl.col("mean_len")).alias("steps"),
+                pl.lit(EXACT).alias("exactness"),
+                pl.lit("request_log").alias("source")).cast(schema)
+    parts = []
+    db = table(logs, "decode_batch")
+    if db is not None and col(db, "accept_len", "accept_rate") and "running_req" in db.columns:
+        steps = pl.col("running_req").cast(pl.Float64) * SGLANG_LOG_INTERVAL
+        parts.append(db.filter(pl.col("running_req") > 0).select(
+            (col_or_null(db, "accept_rate", pl.Float64) * steps).alias("accepted"),
+            pl.when(col_or_null(db, "accept_rate").is_not_null()).then(steps).alias("drafted"),
+            (col_or_null(db, "accept_len", pl.Float64) * steps).alias("tokens"),
+            pl.when(col_or_null(db, "accept_len").is_not_null()).then(steps).alias("steps"),
+            pl.lit(WINDOW).alias("exactness"), pl.lit("sglang:decode_batch").alias("source"),
+        ).cast(schema))
+    sd = table(logs, "spec_decoding")
+    if sd is not None and col(sd, "num_draft_tokens"):   # V1: the interval's own counts
+        acc = pl.col("num_accepted_tokens").cast(pl.Float64)
+        dr = pl.col("num_draft_tokens").cast(pl.Float64)
+        ml = col_or_null(sd, "mean_acceptance_length", pl.Float64)
+        k = (pl.col("per_position_acceptance_rate").list.len().cast(pl.Float64)
+             if "per_position_acceptance_rate" in sd.columns else pl.lit(None, pl.Float64))
+        drafts = pl.coalesce(pl.when(k > 0).then(dr / k),
+                             pl.when(ml > 1).then(acc / (ml - 1)))
+        parts.append(sd.filter(pl.col("num_draft_tokens") > 0).select(
+            acc.alias("accepted"), dr.alias("drafted"), (ml * drafts).alias("tokens"),
+            pl.when(ml.is_not_null()).then(drafts).alias("steps"),
+            pl.lit(WINDOW).alias("exactness"), pl.lit("vllm:spec_decoding").alias("source"),
+        ).cast(schema))
+    return pl.concat(parts) if parts else pl.DataFrame(schema=schema)
 
 
 def acceptance_summary(logs) -> dict:

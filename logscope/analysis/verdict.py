@@ -265,16 +265,16 @@ def _prefill(a, b, names, rng) -> dict:
 
 
 def _acceptance(lg) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    from logscope.analysis.spec import acceptance_requests, acceptance_windows
-    r = acceptance_requests(lg)
-    if r.height:
-        steps = (r["gen_tokens"].cast(pl.Float64) / r["mean_len"]).to_numpy()
-        return (r["accepted"].cast(pl.Float64).to_numpy(),
-                r["generated"].cast(pl.Float64).to_numpy(),
-                np.vstack([r["gen_tokens"].cast(pl.Float64).fill_null(np.nan).to_numpy(),
-                           steps]))
+    """(accepted, drafted, [tokens; steps]) per unit: requests, else windows by their weight
+    (:func:`logscope.analysis.spec.acceptance_units`, the metrics' own definition)."""
+    from logscope.analysis.spec import acceptance_units, acceptance_windows
+    u = acceptance_units(lg)
+    if u.height:
+        def f(c):
+            return u[c].fill_null(np.nan).to_numpy()
+        return f("accepted"), f("drafted"), np.vstack([f("tokens"), f("steps")])
     w = acceptance_windows(lg).drop_nulls("rate")
-    if w.height:
+    if w.height:   # count-less lines: one window, one unit
         ml = w["mean_len"].fill_null(np.nan).to_numpy()
         return (w["rate"].to_numpy(), np.ones(w.height), np.vstack([ml, np.ones(w.height)]))
     return None
@@ -290,8 +290,14 @@ def _spec_rows(a, b, names, rng) -> list[dict]:
             why = f"only {who} drafts: compare decode per stream for the draft's worth"
         return [_row("acceptance", None, names, "draft acceptance", why),
                 _row("mean_accepted_length", None, names, "mean accepted length", why)]
-    acc = _pooled_ratio((xa[0], xa[1]), (xb[0], xb[1]), rng)
-    out = [_row("acceptance", acc, names, "draft acceptance")]
+    fa = np.isfinite(xa[0]) & np.isfinite(xa[1])
+    fb = np.isfinite(xb[0]) & np.isfinite(xb[1])
+    if fa.any() and fb.any():
+        acc = _pooled_ratio((xa[0][fa], xa[1][fa]), (xb[0][fb], xb[1][fb]), rng)
+        out = [_row("acceptance", acc, names, "draft acceptance")]
+    else:
+        out = [_row("acceptance", None, names, "draft acceptance",
+                    "no drafted-token counts on " + (names[1] if fa.any() else names[0]))]
     ma = xa[2][:, np.isfinite(xa[2]).all(axis=0)]
     mb = xb[2][:, np.isfinite(xb[2]).all(axis=0)]
     if ma.shape[1] and mb.shape[1]:

@@ -16,13 +16,15 @@ What a line's throughput is (the servers' own logging code, see the format catal
 (file, run, rank), ``decoding`` = the running requests, ``prefilling`` = 1 when a prefill batch
 ran inside it (SGLang: a ``Prefill batch`` line between the two; vLLM: prompt throughput > 0),
 ``tokens`` = throughput × seconds, ``tps`` per stream = throughput ÷ decoding. An interval that
-spans a prefill, or is more than ``STALL_FACTOR``× the typical interval of its log (idle or a
-stall folded into the average), or (vLLM, whose ~10 s interval often holds several states) whose
-running count differs at its two ends, is flagged and kept out of per-stream figures. Timestamps
-printed to the whole second (``resolution_s``) cannot time a line that comes every half
-second: there an SGLang interval's seconds are its tokens (``DECODE_LOG_INTERVAL`` steps ×
-running × accept len, the server's default interval assumed) ÷ its throughput. Per-stream rates
-do not depend on the seconds, which only weigh the intervals.
+spans a prefill, or is more than ``STALL_FACTOR``× the median interval around it (its
+``STALL_NEIGHBOURS`` neighbours each side: idle or a stall folded into the average; decode that
+slows for good, as at a deep context, is not a stall), or whose running count differs at its two
+ends (the state changed inside it: vLLM's ~10 s interval often holds several states, and an
+SGLang line's 40 steps span seconds when decode is slow), is flagged and kept out of per-stream
+figures. Timestamps printed to the whole second (``resolution_s``) cannot time a line that comes
+every half second: there an SGLang interval's seconds are its tokens (``DECODE_LOG_INTERVAL``
+steps × running × accept len, the server's default interval assumed) ÷ its throughput. Per-
+stream rates do not depend on the seconds, which only weigh the intervals.
 
 :func:`prefill_points`: SGLang's chunked prefill as depth stretches: the interval between two
 consecutive ``Prefill batch`` lines with no decode line between them is the second batch's
@@ -36,12 +38,13 @@ import polars as pl
 from logscope.analysis._util import WINDOW, col_or_null, label_of, table, with_time
 
 STALL_FACTOR = 4.0
+STALL_NEIGHBOURS = 3     # intervals each side that say what "usual" is around an interval
 DECODE_LOG_INTERVAL = 40  # SGLang's default --decode-log-interval (forward steps per line)
 MERGE_RESOLUTIONS = 10
 MIN_RESOLUTIONS = 4      # a stretch timed to ±1 step must span 4 (error at most 25 %)
 SPANS_PREFILL = "spans a prefill batch"
 SPANS_STALL = "spans idle or a stall (interval far longer than the log's usual)"
-MIXED = "running count changed inside the interval (vLLM: states mixed)"
+MIXED = "running count changed inside the interval (states mixed)"
 SAMPLE_SCHEMA = {"label": pl.String, "file": pl.String, "run": pl.Int32, "slot": pl.Int64,
                  "task": pl.Int64, "unit": pl.String, "decoding": pl.Int16,
                  "prefilling": pl.Int16, "tokens": pl.Float64, "seconds": pl.Float64,
@@ -120,11 +123,14 @@ def _intervals(logs) -> pl.DataFrame | None:
         step = pl.col("_acc").fill_null(1.0) if "_acc" in d.columns else pl.lit(1.0)
         secs = DECODE_LOG_INTERVAL * pl.col("_run") * step / pl.col("_thr")
     d = d.with_columns(secs.alias("seconds"), pref.alias("_pref"))
-    typical = d.filter(~pl.col("_pref"), pl.col("seconds") > 0)["seconds"].median()
-    stall = (pl.col("seconds") > STALL_FACTOR * typical) if typical else pl.lit(False)
-    # a vLLM interval is ~10 s: one whose running count differs at its two ends mixed states
-    mixed = (pl.col("_run0") != pl.col("_run")).fill_null(False) if "_pthr" in d.columns \
-        else pl.lit(False)
+    # a stall is an interval far longer than its neighbours (of the same group, prefill-free):
+    # decode that slows down for good (a deep context on a CPU) is slow in every neighbour too
+    clean = pl.when(~pl.col("_pref") & (pl.col("seconds") > 0)).then(pl.col("seconds"))
+    d = d.with_columns(clean.rolling_median(window_size=2 * STALL_NEIGHBOURS + 1, center=True,
+                                            min_samples=1).over(g).alias("_typical"))
+    stall = (pl.col("seconds") > STALL_FACTOR * pl.col("_typical")).fill_null(False)
+    # an interval whose running count differs at its two ends mixed states
+    mixed = (pl.col("_run0") != pl.col("_run")).fill_null(False)
     return d.with_columns(
         pl.when(pl.col("_pref")).then(pl.lit(SPANS_PREFILL))
         .when(stall).then(pl.lit(SPANS_STALL))
