@@ -202,8 +202,12 @@ def test_vllm_windows_are_labelled_window_averages():
     assert acc["rate"].to_list() == pytest.approx((sd["draft_acceptance_pct"] / 100).to_list())
     wt = window_table(logs)
     assert set(wt["exactness"]) == {"server window average"}
-    tg = wt.filter(pl.col("kind") == "tg")
-    assert tg["n"].sum() == es.filter(pl.col("gen_throughput") > 0).height
+    # no clean interval (below): no per-stream row either, never a plain mean of windows
+    assert wt.filter(pl.col("kind") == "tg").height == 0
+    pp = wt.filter(pl.col("kind") == "pp")
+    assert pp["n"].sum() == es.filter(pl.col("prompt_throughput") > 0,
+                                      pl.col("running_reqs") > 0).height
+    assert pp["test"].str.starts_with("pp (interval) @ running=").all()
     h = headline(logs)
     # its two intervals: one spans a prefill, in the other the running count fell 2 -> 1:
     # no clean window, so no per-stream decode headline (never one figure across states)

@@ -18,9 +18,10 @@ another request was (their t/s shares the GPU: not a single-stream figure). ``so
 always ``passive`` (measured from a log, not a benchmark run). Only completed requests
 count.
 
-SGLang and vLLM print no per-request timings; :func:`window_table` groups their periodic
-throughput lines by running requests instead (``tg (window) @ running=2``), labelled
-``server window average``.
+SGLang and vLLM print no per-request timings; :func:`window_table` gives their rows from the
+window lines turned into time: per-stream decode per concurrency state (``tg (window) @
+decoding=2``), SGLang's chunked prompts by depth (``pp (chunks) @ d8192``), vLLM's prompt
+tokens per interval (``pp (interval) @ running=2``), labelled ``server window average``.
 
 Rows that measure nothing are left out: a ``pp`` row needs at least 64 computed prompt tokens
 (a full cache hit computes 1), a ``tg`` row at least 16 generated. A bucket whose requests are
@@ -40,6 +41,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from datetime import timedelta
 from pathlib import Path
 
 import polars as pl
@@ -186,48 +188,99 @@ def _with_overlap(allreq: pl.DataFrame, req: pl.DataFrame) -> pl.DataFrame:
 
 
 def window_table(logs, label: str | None = None) -> pl.DataFrame:
-    """SGLang/vLLM throughput lines grouped like the bench table (server window averages).
+    """SGLang/vLLM rows of the bench table, from their window lines turned into time.
 
-    ``test`` is ``pp (window) @ running=N`` (SGLang ``input throughput``, vLLM ``Avg prompt
-    throughput``) or ``tg (window) @ running=N`` (``gen throughput``), N = running requests on
-    the line; windows with zero throughput (idle) are left out. t/s is the mean ± std of the
-    window values, ``n`` the number of windows.
+    * ``tg (window) @ decoding=K``: per-stream decode in the state "K requests decoding,
+      nothing prefilling", the figure of :func:`logscope.analysis.concurrency.concurrency`
+      (the time-weighted median of the clean window intervals, :mod:`logscope.analysis.windows`)
+      ± the std of those intervals' per-stream rates; ``n`` = intervals; ``tokens_per_step`` =
+      the state's mean accepted length (SGLang ``accept len`` of its lines; vLLM the
+      ``SpecDecoding metrics`` lines printed with its stats lines), pooled by request-steps.
+    * ``pp (chunks) @ dD``: SGLang's chunked prompts timed between consecutive ``Prefill
+      batch`` lines (:func:`logscope.analysis.windows.prefill_points`), by depth bucket, mean ±
+      std of the stretches.
+    * ``pp (interval) @ running=N``: vLLM, whose lines give no depth: the prompt tokens its
+      stats intervals computed ÷ their seconds, pooled over the intervals with prompt tokens —
+      a lower bound of prefill speed (the interval also decodes and idles), said as such.
+
+    Example::
+
+        window_table(logscope.read("sglang.log")).select("test", "tps_mean", "n")
     """
+    from logscope.analysis.windows import decode_intervals, prefill_points
+
     lab = label_of(logs, label)
-    parts = []
-    for name, kind, thr, run_c in (("prefill_batch", "pp", "input_throughput", "running_req"),
-                                   ("decode_batch", "tg", "gen_throughput", "running_req"),
-                                   ("engine_stats", "pp", "prompt_throughput", "running_reqs"),
-                                   ("engine_stats", "tg", "gen_throughput", "running_reqs")):
-        df = table(logs, name)
-        if df is None or thr not in df.columns:
-            continue
-        run = pl.col(run_c) if run_c in df.columns else pl.lit(None, pl.Int64)
-        step = pl.col("accept_len") if kind == "tg" and "accept_len" in df.columns \
-            else pl.lit(None, pl.Float64)
-        parts.append(df.select(pl.lit(kind).alias("kind"), pl.col(thr).cast(pl.Float64)
-                               .alias("tps"), run.cast(pl.Int64).alias("running"),
-                               step.cast(pl.Float64).alias("step"))
-                     .filter(pl.col("tps") > 0))
-    if not parts:
+    rows: list[dict] = []
+    c = concurrency(logs, lab).filter(pl.col("source") == "window intervals",
+                                      pl.col("prefilling") == 0, pl.col("decoding") > 0)
+    if c.height:
+        w = decode_intervals(logs, lab).filter(pl.col("flag").is_null(),
+                                               pl.col("prefilling") == 0)
+        steps = _window_steps(logs)
+        for r in c.iter_rows(named=True):
+            k = r["decoding"]
+            tps = w.filter(pl.col("decoding") == k)["tps"]
+            rows.append({"test": f"tg (window) @ decoding={k}", "kind": "tg",
+                         "depth_bucket": k, "tps_mean": r["per_stream_tps"],
+                         "tps_std": tps.std() if tps.len() > 1 else None, "n": r["n"],
+                         "tokens_per_step": steps.get(k)})
+    pts = prefill_points(logs, lab)
+    if pts.height:
+        pts = pts.with_columns(pl.col("depth").map_elements(depth_bucket, pl.Int64).alias("db"))
+        for (db,), g in sorted(pts.group_by("db"), key=lambda x: x[0][0]):
+            rows.append({"test": "pp (chunks) @ " + _honest("d", db, g["depth"].to_list(),
+                                                            zero=True),
+                         "kind": "pp", "tokens_bucket": None, "depth_bucket": db,
+                         "tps_mean": g["tps"].mean(),
+                         "tps_std": g["tps"].std() if g.height > 1 else None, "n": g.height})
+    es = table(logs, "engine_stats")
+    if es is not None and "prompt_throughput" in es.columns and "running_reqs" in es.columns:
+        pi = (es.filter(pl.col("prompt_throughput") > 0, pl.col("running_reqs") > 0)
+              .group_by(pl.col("running_reqs").cast(pl.Int64).alias("running"))
+              .agg(pl.col("prompt_throughput").mean().alias("tps"),
+                   pl.col("prompt_throughput").std().alias("std"), pl.len().alias("n"))
+              .sort("running"))
+        for r in pi.iter_rows(named=True):
+            rows.append({"test": f"pp (interval) @ running={r['running']}", "kind": "pp",
+                         "depth_bucket": None, "tps_mean": r["tps"], "tps_std": r["std"],
+                         "n": r["n"]})
+    if not rows:
         return pl.DataFrame(schema=BENCH_SCHEMA)
-    df = pl.concat(parts)
-    if df.height == 0:
-        return pl.DataFrame(schema=BENCH_SCHEMA)
-    out = (df.group_by("kind", "running")
-           .agg(pl.col("tps").mean().alias("tps_mean"), pl.col("tps").std().alias("tps_std"),
-                pl.len().cast(pl.Int64).alias("n"), pl.col("step").mean().alias("_step"))
-           .with_columns(
-               (pl.col("kind") + " (window) @ running="
-                + pl.col("running").cast(pl.String).fill_null("?")).alias("test"),
-               (pl.col("n") < 3).alias("small"), pl.lit(lab).alias("label"),
-               pl.lit("passive").alias("source"), pl.lit(WINDOW).alias("exactness"),
-               pl.lit(None, pl.Int64).alias("tokens_bucket"),
-               pl.col("running").alias("depth_bucket"),
-               pl.col("_step").alias("tokens_per_step"),
-               pl.lit(None, pl.Int64).alias("shared"))
-           .sort("kind", "running"))
+    out = pl.DataFrame(rows, infer_schema_length=None).with_columns(
+        (pl.col("n") < 3).alias("small"), pl.lit(lab).alias("label"),
+        pl.lit("passive").alias("source"), pl.lit(WINDOW).alias("exactness"),
+        pl.lit(None, pl.Int64).alias("shared"))
+    for c_, dt in BENCH_SCHEMA.items():
+        if c_ not in out.columns:
+            out = out.with_columns(pl.lit(None, dt).alias(c_))
     return out.select(list(BENCH_SCHEMA)).cast(BENCH_SCHEMA)
+
+
+def _window_steps(logs) -> dict[int, float]:
+    """Mean accepted length per decoding count, pooled by request-steps (SGLang: its decode
+    lines with that ``#running-req``; vLLM: the spec lines printed with stats lines of that
+    ``Running``)."""
+    db = table(logs, "decode_batch")
+    if db is not None and "accept_len" in db.columns and "running_req" in db.columns:
+        g = (db.filter(pl.col("accept_len") > 0, pl.col("running_req") > 0)
+             .group_by(pl.col("running_req").cast(pl.Int64))
+             .agg(pl.col("accept_len").mean()))   # one state: every line the same weight
+        return dict(g.iter_rows())
+    sd, es = table(logs, "spec_decoding"), table(logs, "engine_stats")
+    if sd is None or es is None or "ts" not in sd.columns or "running_reqs" not in es.columns:
+        return {}
+    from logscope.analysis.spec import acceptance_units
+    u = acceptance_units(logs)
+    if u.height == 0 or u["source"][0] != "vllm:spec_decoding":
+        return {}
+    sd = sd.filter(pl.col("num_draft_tokens") > 0).select("file", "ts").with_columns(
+        u["tokens"].alias("_tok"), u["steps"].alias("_st")).drop_nulls().sort("ts")
+    st = es.select("file", "ts", pl.col("running_reqs").cast(pl.Int64).alias("_k")) \
+        .drop_nulls().sort("ts")
+    j = sd.join_asof(st, on="ts", by="file", strategy="nearest",
+                     tolerance=timedelta(seconds=1), check_sortedness=False).drop_nulls("_k")
+    g = j.group_by("_k").agg((pl.col("_tok").sum() / pl.col("_st").sum()).alias("v"))
+    return dict(g.iter_rows())
 
 
 _QUANT = re.compile(r"(?i)(?<![A-Za-z0-9])(I?Q[1-8](?:_[0-9A-Z]+)*|F16|BF16|F32|FP8|AWQ|GPTQ|"
