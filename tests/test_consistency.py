@@ -61,7 +61,7 @@ def test_every_command_prints_the_same_figures(log, tmp_path):
     }
     rows = {ln.split(" | ")[0].strip("| "): ln for ln in compare.splitlines()}
     compare_metric = {"decode_tps": ("decode t/s, median per request (exact)",
-                                     "decode t/s, median server window"),
+                                     "decode t/s per stream, state seen longest (server windows)"),
                       "aggregate_decode": ("aggregate decode t/s (most concurrent)",),
                       "acceptance_rate": ("draft acceptance rate",),
                       "mean_accepted_length": ("mean accepted length",)}

@@ -40,7 +40,7 @@ def _metrics(logs, at) -> dict[str, Metric]:
     d = h["decode"]
     m["decode t/s, median per request (exact)"] = \
         (d["median"], d["n"], None) if d and d["exactness"] == EXACT else (None, None, None)
-    m["decode t/s, median server window"] = \
+    m["decode t/s per stream, state seen longest (server windows)"] = \
         (d["median"], d["n"], None) if d and d["exactness"] != EXACT else (None, None, None)
     g = h["aggregate"]
     m["aggregate decode t/s (most concurrent)"] = \
