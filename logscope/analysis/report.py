@@ -197,8 +197,8 @@ def window_table(logs, label: str | None = None) -> pl.DataFrame:
       the state's mean accepted length (SGLang ``accept len`` of its lines; vLLM the
       ``SpecDecoding metrics`` lines printed with its stats lines), pooled by request-steps.
     * ``pp (chunks) @ dD``: SGLang's chunked prompts timed between consecutive ``Prefill
-      batch`` lines (:func:`logscope.analysis.windows.prefill_points`), by depth bucket, mean ±
-      std of the stretches.
+      batch`` lines with nothing decoding, the rows of :func:`prefill_by_depth` (tokens ÷
+      seconds of the bucket's stretches).
     * ``pp (interval) @ running=N``: vLLM, whose lines give no depth: the prompt tokens its
       stats intervals computed ÷ their seconds, pooled over the intervals with prompt tokens —
       a lower bound of prefill speed (the interval also decodes and idles), said as such.
@@ -207,7 +207,7 @@ def window_table(logs, label: str | None = None) -> pl.DataFrame:
 
         window_table(logscope.read("sglang.log")).select("test", "tps_mean", "n")
     """
-    from logscope.analysis.windows import decode_intervals, prefill_points
+    from logscope.analysis.windows import decode_intervals
 
     lab = label_of(logs, label)
     rows: list[dict] = []
@@ -224,15 +224,13 @@ def window_table(logs, label: str | None = None) -> pl.DataFrame:
                          "depth_bucket": k, "tps_mean": r["per_stream_tps"],
                          "tps_std": tps.std() if tps.len() > 1 else None, "n": r["n"],
                          "tokens_per_step": steps.get(k)})
-    pts = prefill_points(logs, lab)
-    if pts.height:
-        pts = pts.with_columns(pl.col("depth").map_elements(depth_bucket, pl.Int64).alias("db"))
-        for (db,), g in sorted(pts.group_by("db"), key=lambda x: x[0][0]):
-            rows.append({"test": "pp (chunks) @ " + _honest("d", db, g["depth"].to_list(),
-                                                            zero=True),
-                         "kind": "pp", "tokens_bucket": None, "depth_bucket": db,
-                         "tps_mean": g["tps"].mean(),
-                         "tps_std": g["tps"].std() if g.height > 1 else None, "n": g.height})
+    if table(logs, "prefill_batch") is not None:   # the report's own prefill-by-depth rows
+        for r in prefill_by_depth(logs, lab).filter(pl.col("kind") == "chunks").iter_rows(
+                named=True):
+            rows.append({"test": "pp (chunks) @ " + _honest(
+                            "d", depth_bucket(r["depth"]), [r["depth"]], zero=True),
+                         "kind": "pp", "depth_bucket": depth_bucket(r["depth"]),
+                         "tps_mean": r["tps"], "tps_std": None, "n": r["n"]})
     es = table(logs, "engine_stats")
     if es is not None and "prompt_throughput" in es.columns and "running_reqs" in es.columns:
         pi = (es.filter(pl.col("prompt_throughput") > 0, pl.col("running_reqs") > 0)
