@@ -11,7 +11,8 @@ would (``eval time =`` counts the lines that do not also hold ``prompt eval time
 side by side per event kind, and the line accounting ``lines`` = ``events`` + ``ignored`` +
 ``unrecognized`` + ``other`` against the file's own line count. ``--wild`` checks each wild log
 (fixtures/wild: real wrapper and paste-damage shapes rendered over bare fixture lines) against its
-golden figure-line counts, which bench/wild.py computed on the bare source, and its engine;
+golden figure-line counts, which bench/wild.py computed on the bare source, its engine, and
+where the golden gives them the records a terminal wrapped (rejoined) and Ray's folded lines;
 ``--alarms`` lists, over every fixture log and ../shared/corpus, the unrecognized lines (drift
 alarms) beside the count each golden expects. Exit status 1 if anything differs.
 """
@@ -79,8 +80,14 @@ def _read(path: Path) -> dict:
         return {**e.args[0].summary(), "engines": []}
 
 
+# wild golden key -> the count logscope's per-file stats give (summed over the log's files)
+NOTES = {"rejoined": lambda f: len(f["rejoined"]), "folded": lambda f: f["folded"],
+         "folded_lines": lambda f: f["folded_lines"]}
+
+
 def wild() -> int:
-    """Each wild log against its golden figure-line counts, alarms and engine."""
+    """Each wild log against its golden figure-line counts, alarms and engine (and, where the
+    golden has them, its rejoined records and Ray's folded lines)."""
     ok = True
     rows = []
     tot_want = tot_got = 0
@@ -94,7 +101,8 @@ def wild() -> int:
         alarms = int(s["unrecognized"])
         allowed = exp.get("unrecognized", 0)
         acc = s["records"] == sum(ev.values()) + s["ignored"] + s["other"] + alarms
-        good = got == want and s["engines"] == eng and alarms <= allowed and acc
+        notes = all(sum(NOTES[k](f) for f in s["files"]) == exp[k] for k in NOTES if k in exp)
+        good = got == want and s["engines"] == eng and alarms <= allowed and acc and notes
         ok &= good
         tot_want += sum(want.values())
         tot_got += sum(min(got[k], v) for k, v in want.items())

@@ -8,8 +8,9 @@
 Each wild log takes the bare lines of one fixture (``fixtures/<engine>/*.log``), optionally damages
 or re-heads them the way a paste or a user's logging config does (``DAMAGE`` / ``REWRITERS`` of
 ``tests/wrappers.py``, or a small builder here that inserts lines a real log of the same build
-carries), then wraps them with ``tests/wrappers.py`` (``compose``, innermost first). Everything is
-seeded by the log's name, so the output is the same on every run.
+carries), then wraps them with ``tests/wrappers.py`` (``compose``, innermost first), and last may
+cut long lines the way a terminal wraps them (``SPLITTERS``). Everything is seeded by the log's
+name, so the output is the same on every run.
 
 **Expected counts are computed by construction**, never by parsing the wrapped output:
 ``figure_lines`` counts, per figure-bearing event kind, the *source* lines that went into the wild
@@ -43,7 +44,14 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.wrappers import CATALOGUE, DAMAGE, PROVENANCE_LEVELS, REWRITERS, compose  # noqa: E402
+from tests.wrappers import (  # noqa: E402
+    CATALOGUE,
+    DAMAGE,
+    PROVENANCE_LEVELS,
+    REWRITERS,
+    SPLITTERS,
+    compose,
+)
 
 WILD = ROOT / "fixtures" / "wild"
 
@@ -61,8 +69,11 @@ FIGURE_KINDS: dict[str, list[str]] = {
 
 Lines = list[str]
 KindMap = dict[int, list[str]]  # 0-based source line -> event kinds logscope gives it
-# a builder: (source lines, kinds per source line, rng) -> (lines, 0-based source lines used)
-Builder = Callable[[Lines, KindMap, random.Random], tuple[Lines, list[int]]]
+# a builder: (source lines, kinds per source line, rng) -> (lines, 0-based source lines used),
+# or (lines, used, counts): counts it knows by construction go into the expected json as they are
+# (e.g. Ray's folded lines)
+Builder = Callable[[Lines, KindMap, random.Random],
+                   tuple[Lines, list[int]] | tuple[Lines, list[int], dict[str, int]]]
 
 
 @dataclass
@@ -75,6 +86,7 @@ class Recipe:
     wrap: list[str] = field(default_factory=list)  # tests/wrappers.py WRAPPERS, innermost first
     pre: list[str] = field(default_factory=list)  # 1:1 steps: DAMAGE / REWRITERS / STRIP names
     build: Builder | None = None  # inserts or selects lines (after ``pre``, before ``wrap``)
+    post: list[str] = field(default_factory=list)  # SPLITTERS names, after ``wrap`` (outermost)
     render: Callable[[random.Random], Lines] | None = None  # a log with no fixture source
     no_alarm: bool = False  # expected "unrecognized": 0 (lines that must raise no drift alarm)
     note: str = ""
@@ -206,6 +218,41 @@ def build_llama_no_alarm(src: Lines, km: KindMap, rng: random.Random) -> tuple[L
     return out, list(range(len(src)))
 
 
+_PROGRESS = re.compile(r"slot print_timing: id +(\d+) \| task (\d+) \| prompt processing, "
+                       r"n_tokens = +(\d+)")
+
+
+def build_llama_checkpoint(src: Lines, km: KindMap,
+                           rng: random.Random) -> tuple[Lines, list[int]]:
+    """Insert a llama.cpp fork's context-checkpoint line after prompt-progress lines.
+
+    ``slot update_slots: id  0 | task 12 | erasing old context checkpoint (pos_min = 0, pos_max =
+    4095, n_tokens = 4096, size = 62.813 MiB)``: while a long prompt is processed the slot keeps
+    a few checkpoints of ``span`` tokens and drops the oldest (one per progress line, as long as
+    it lies wholly before the prompt position). The line carries a token count, no benchmark
+    figure.
+    """
+    span = rng.choice([1024, 2048, 4096])
+    mib_per_token = rng.randint(9000, 16000) / 1_000_000
+    erased: dict[str, int] = {}  # task -> checkpoints erased so far
+    out: Lines = []
+    for i, ln in enumerate(src):
+        out.append(ln)
+        m = _LLAMA_TS.match(ln)
+        p = _PROGRESS.search(ln)
+        if not (m and p and "prompt_progress" in km.get(i, [])):
+            continue
+        slot, task, n = int(p.group(1)), p.group(2), int(p.group(3))
+        k = erased.get(task, 0)
+        if (k + 1) * span > n:
+            continue
+        erased[task] = k + 1
+        out.append(f"{m.group(1)} W slot update_slots: id {slot:2d} | task {task} | erasing old "
+                   f"context checkpoint (pos_min = {k * span}, pos_max = {(k + 1) * span - 1}, "
+                   f"n_tokens = {span}, size = {span * mib_per_token:.3f} MiB)")
+    return out, list(range(len(src)))
+
+
 _VLLM_HEAD = re.compile(r"^(?P<proc>(?:\x1b\[[\d;]*m)?\([\w ]+ pid=\d+\)(?:\x1b\[[\d;]*m)? )?"
                         r"(?:INFO|WARNING|DEBUG) (?P<md>\d\d-\d\d) (?P<hms>\d\d:\d\d:\d\d) ")
 
@@ -308,27 +355,22 @@ def _ray_pattern(line: str) -> str:
     return " ".join(w for w in line.split() if not any(ch.isdigit() for ch in w))
 
 
-def build_ray_dedup(src: Lines, km: KindMap, rng: random.Random) -> tuple[Lines, list[int]]:
-    """SGLang schedulers as Ray actors (one per TP rank), through Ray's log deduplication.
+def _ray_dedup(src: Lines, prefixed: list[str]) -> tuple[Lines, list[int], dict[str, int]]:
+    """``src`` through Ray's log deduplication, each line printed by the actor ``prefixed[i]``.
 
-    Every line gets its rank's ``(SchedulerActor pid=N) `` prefix. A line whose digit-free words
-    repeat a line of another actor seen in the last 6 lines (Ray: 5 seconds) is buffered; at the
-    end of the window the buffer is printed as its last line + `` [repeated Nx across cluster]``
-    (so the copy moves down and earlier buffered copies are dropped). Dropped lines are not
-    "used", so ``figure_lines`` counts only what the log still shows.
+    A line whose digit-free words repeat a line of another actor seen in the last 6 lines (Ray:
+    5 seconds) is buffered; at the end of the window the buffer is printed as its last line +
+    `` [repeated Nx across cluster]`` (N: the copies buffered; so the copy moves down and earlier
+    buffered copies are dropped). Dropped lines are not "used", so ``figure_lines`` counts only
+    what the log still shows; ``folded`` (the sum of the N) and ``folded_lines`` (the lines with
+    the suffix) are counted as they are printed.
     """
-    pids: dict[str, int] = {}
-    prefixed: list[str] = []
-    for ln in src:
-        m = _RANK.search(ln[:60])
-        rank = m.group(0) if m else "main"
-        pid = pids.setdefault(rank, rng.randint(1000, 99999))
-        prefixed.append(f"(SchedulerActor pid={pid}) ")
     out: Lines = []
     used: list[int] = []
     seen: dict[str, tuple[int, str]] = {}  # pattern -> (line index, prefix) of the printed one
     buf: dict[str, list[int]] = {}  # pattern -> buffered copies
     due: dict[str, int] = {}  # pattern -> line index at which the buffer is flushed
+    counts = {"folded": 0, "folded_lines": 0}
 
     def flush(pattern: str) -> None:
         copies = buf.pop(pattern)
@@ -336,6 +378,8 @@ def build_ray_dedup(src: Lines, km: KindMap, rng: random.Random) -> tuple[Lines,
         last = copies[-1]
         out.append(f"{prefixed[last]}{src[last]} [repeated {len(copies)}x across cluster]")
         used.append(last)
+        counts["folded"] += len(copies)
+        counts["folded_lines"] += 1
 
     for i, ln in enumerate(src):
         for pattern in [p for p, at in due.items() if at <= i]:
@@ -351,7 +395,47 @@ def build_ray_dedup(src: Lines, km: KindMap, rng: random.Random) -> tuple[Lines,
         used.append(i)
     for pattern in sorted(due, key=due.__getitem__):
         flush(pattern)
-    return out, used
+    return out, used, counts
+
+
+def build_ray_dedup(src: Lines, km: KindMap,
+                    rng: random.Random) -> tuple[Lines, list[int], dict[str, int]]:
+    """SGLang schedulers as Ray actors (one per TP rank), through Ray's log deduplication.
+
+    Every line gets its rank's ``(SchedulerActor pid=N) `` prefix, then goes through
+    :func:`_ray_dedup`.
+    """
+    pids: dict[str, int] = {}
+    prefixed: list[str] = []
+    for ln in src:
+        m = _RANK.search(ln[:60])
+        rank = m.group(0) if m else "main"
+        pid = pids.setdefault(rank, rng.randint(1000, 99999))
+        prefixed.append(f"(SchedulerActor pid={pid}) ")
+    return _ray_dedup(src, prefixed)
+
+
+def build_ray_dedup_vllm(src: Lines, km: KindMap,
+                         rng: random.Random) -> tuple[Lines, list[int], dict[str, int]]:
+    """Four vLLM servers as Ray actors (replicas of one deployment), through Ray's log
+    deduplication.
+
+    Each replica prints under its actor's prefix, ``(LLMServer pid=N) `` or
+    ``(ServeReplica:default:LLMServer pid=N) ``. The source's startup lines are the first
+    replica's; from the first stats line on, each stats interval (a stats line and the lines up to
+    the next one) is dealt to the next replica in turn, as if the replicas reported one after the
+    other. Then :func:`_ray_dedup`: a replica's stats line a few lines after another's alike one
+    is folded into ``[repeated Nx across cluster]``.
+    """
+    actor = rng.choice(["LLMServer", "ServeReplica:default:LLMServer"])
+    pids = [rng.randint(1000, 99999) for _ in range(4)]
+    prefixed: list[str] = []
+    replica = -1
+    for i in range(len(src)):
+        if "engine_stats" in km.get(i, []):
+            replica = (replica + 1) % len(pids)
+        prefixed.append(f"({actor} pid={pids[max(replica, 0)]}) ")
+    return _ray_dedup(src, prefixed)
 
 
 # ---------------------------------------------------------------------- rendered (no source)
@@ -580,6 +664,10 @@ RECIPES: list[Recipe] = [
            "shell pipelines", L_TEE, ["moreutils_ts"]),
     Recipe("llama-pylog-default", "llama-server", "Python `INFO:root:` default logging format",
            "Python wrappers of llama-server (subprocess readers)", L_TS, ["pylog_default"]),
+    Recipe("llama-noalarm-fork-checkpoint", "llama-server",
+           "no false alarm: a fork's `erasing old context checkpoint (..., n_tokens = ...)` "
+           "lines after prompt progress", "issue 27 residue / public llama.cpp threads (shape)",
+           L_TS, build=build_llama_checkpoint, no_alarm=True),
     Recipe("llama-ansi-line-journald-monotonic", "llama-server",
            "coloured whole lines under journalctl -o short-monotonic",
            "systemd units with colour forced on", L_GEN, ["ansi_line", "journald_short_monotonic"],
@@ -745,6 +833,24 @@ RECIPES: list[Recipe] = [
     Recipe("vllm-kubectl-compose-ansi", "vllm", "ANSI level + compose column + kubectl",
            "Kubernetes / compose deployments", V + "v0.10.1-eagle3-apiserver.log",
            ["ansi_level", "docker_compose", "kubectl"]),
+    Recipe("vllm-docker-t-wrapped-157", "vllm",
+           "`docker logs -t` in a 157-column terminal: long records wrapped onto a second, "
+           "unprefixed line", "issue 27 residue / public vLLM threads (shape)",
+           V + "v0.26.0-iteration-details.log", ["kubectl"], post=["terminal_wrap_157"],
+           no_alarm=True, note="each cut record must be joined again (`rejoined`): its figure "
+           "line counted once, no alarm"),
+    Recipe("vllm-ray-dedup", "vllm",
+           "Ray Serve replicas + Ray log dedup: stats lines folded (`[repeated Nx across "
+           "cluster]`)", "issue 27 residue / public vLLM threads (shape)",
+           V + "v0.6.6-logging-prefix.log", build=build_ray_dedup_vllm, no_alarm=True,
+           note="the source's stats intervals are dealt to the replicas in turn; folded copies "
+                "are gone and not counted"),
+    Recipe("vllm-gutter-padded-reqs", "vllm",
+           "log viewer gutter `  12 | ` + counts padded before `reqs` (`Swapped: 0     reqs`)",
+           "issue 27 residue / public vLLM threads (shape)",
+           V + "v0.6.2-preemption-compose.log", ["gutter_pipe"],
+           pre=["strip_compose", "pad_reqs"], no_alarm=True,
+           note="the fixture's compose column is removed first"),
     # ------------------------------------------------------------- router / no server
     Recipe("router-sglang-legacy", "sglang-router",
            "sglang-router: Python launcher + Rust env_logger lines",
@@ -778,9 +884,28 @@ def _read_lines(path: Path) -> Lines:
     return lines
 
 
+def _split(r: Recipe, out: Lines, used: list[int], km: KindMap) -> tuple[Lines, dict[str, int]]:
+    """Apply the ``post`` splitters (a terminal's line wrap) to the wrapped lines.
+
+    Only over a 1:1 stack (line j of the output is source line ``used[j]``), so it is known by
+    construction which event lines were cut: ``rejoined`` counts the event lines (any kind the
+    truth gives them) cut into exactly two physical lines, the records logscope should join
+    again; ``continuation_lines`` counts every physical line a cut added.
+    """
+    if len(r.post) != 1 or len(out) != len(used):
+        raise SystemExit(f"{r.name}: one post step, over a 1:1 stack ({len(out)} lines, "
+                         f"{len(used)} source lines used)")
+    pieces = [SPLITTERS[r.post[0]](ln) for ln in out]
+    rejoined = sum(1 for j, ps in enumerate(pieces) if len(ps) == 2 and km.get(used[j]))
+    continuation = sum(len(ps) - 1 for ps in pieces)
+    return [p for ps in pieces for p in ps], {"rejoined": rejoined,
+                                              "continuation_lines": continuation}
+
+
 def render(r: Recipe, kinds: dict[str, KindMap]) -> tuple[bytes, dict]:
     rng = random.Random(_seed(r.name))
     partial: Counter[str] = Counter()
+    built: dict[str, int] = {}
     if r.render is not None:
         lines, used, km = r.render(rng), [], {}
         src_n = 0
@@ -801,15 +926,20 @@ def render(r: Recipe, kinds: dict[str, KindMap]) -> tuple[bytes, dict]:
                                        if k in FIGURE_KINDS[r.engine])
             lines = new
         if r.build is not None:
-            lines, used = r.build(lines, km, rng)
+            res = r.build(lines, km, rng)
+            lines, used = res[0], res[1]
+            built = res[2] if len(res) > 2 else {}  # type: ignore[misc]
         else:
             used = list(range(len(lines)))
     bare_n = len(lines)
     out = compose(r.wrap, lines, rng)
+    split: dict[str, int] = {}
+    if r.post:
+        out, split = _split(r, out, used, km)
     figs = Counter(k for i in used for k in km.get(i, []) if k in FIGURE_KINDS.get(r.engine, []))
     exp: dict = {
         "engine": None if r.engine == "none" else r.engine,
-        "wrapper": [*r.pre, *([r.build.__name__] if r.build else []), *r.wrap],
+        "wrapper": [*r.pre, *([r.build.__name__] if r.build else []), *r.wrap, *r.post],
         "source": r.source,
         "lines": len(out),
         "figure_lines": {k: figs[k] for k in FIGURE_KINDS.get(r.engine, []) if figs[k]},
@@ -825,6 +955,8 @@ def render(r: Recipe, kinds: dict[str, KindMap]) -> tuple[bytes, dict]:
     if partial:
         exp["partial"] = True
         exp["partial_lines"] = dict(sorted(partial.items()))
+    exp.update(built)
+    exp.update(split)
     if r.no_alarm:
         exp["unrecognized"] = 0
     if r.engine == "sglang-router":
@@ -884,6 +1016,11 @@ invented values.
 - `partial: true` + `partial_lines` (kind → count): lines a paste cut in the middle; they still
   count in `figure_lines` (the intact key/value fields should be kept, the row flagged partial).
 - `unrecognized: 0`: logs whose extra lines must raise no drift alarm.
+- `rejoined` (a `SPLITTERS` step, a terminal's line wrap): the event lines cut into exactly two
+  physical lines, each to be joined again into one record; `continuation_lines` counts every
+  physical line the cuts added (they are in `lines` and `inserted_lines`).
+- `folded`, `folded_lines` (Ray's log deduplication): the sum of the N of every
+  `[repeated Nx across cluster]` suffix, and the lines that carry one.
 - `no_figures` (router logs: recognised as `sglang-router`, no benchmark figures) and
   `no_server_lines` (the README: exit 1 with the usual message).
 - `inserted_lines` = `lines` − `source_lines_used`; `source_lines` is the size of the bare source.
@@ -916,8 +1053,9 @@ puts a `suffix` after it, `separates` the lines of one multi-line record):
 {wrappers}
 
 Paste damage and header rewrites (not wrappers: they change the server line): `collapse_spaces`,
-`cut_middle` (`DAMAGE`), `sglang_header_pylog`, `sglang_header_brackets`, `vllm_json_formatter`
-(`REWRITERS`).
+`cut_middle`, `pad_reqs` (`DAMAGE`), `sglang_header_pylog`, `sglang_header_brackets`,
+`vllm_json_formatter` (`REWRITERS`). A terminal's line wrap cuts one line into several (not a
+wrapper either): `terminal_wrap_157` (`SPLITTERS`), applied last.
 """
 
 

@@ -449,18 +449,19 @@ def test_metrics_sglang_and_vllm():
         "logscope_draft_generated_tokens_total": 2155}
 
 
-def test_follow_events_agree_with_ingest():
-    """Every fixture log followed from its start gives, together, the event counts of one batch
-    ingest of them all (the same compiled patterns; glued vLLM records split the same way). A
-    file ending without a newline differs by design: follow holds the partial last line until
-    it is completed."""
+def _terminal_wrapped(f: Path) -> bool:
+    """A wild log whose golden counts records a terminal wrapped onto two lines (``rejoined``):
+    ingest joins them again (logscope/wrapped.py), follow does not (yet)."""
+    exp = f.with_name(f.name[: -len(".log")] + ".expected.json")
+    return ("wild" in f.parts and exp.exists()
+            and json.loads(exp.read_text()).get("rejoined", 0) > 0)
+
+
+def _follow_agrees(files: list[Path]) -> None:
     import collections
 
     import logscope
 
-    files = [f for f in sorted((ROOT / "fixtures").rglob("*.log"))
-             if f.read_bytes().endswith(b"\n")]
-    assert len(files) > 20
     summary = logscope.read([str(f) for f in files]).summary()
     counts: collections.Counter = collections.Counter()
     for f in files:
@@ -468,6 +469,25 @@ def test_follow_events_agree_with_ingest():
     unrecognized = counts.pop("unrecognized", 0)
     assert dict(counts) == summary["events"]
     assert unrecognized == summary["unrecognized"]
+
+
+def test_follow_events_agree_with_ingest():
+    """Every fixture log followed from its start gives, together, the event counts of one batch
+    ingest of them all (the same compiled patterns; glued vLLM records split the same way). A
+    file ending without a newline differs by design: follow holds the partial last line until
+    it is completed. Logs a terminal wrapped are the xfail test below."""
+    files = [f for f in sorted((ROOT / "fixtures").rglob("*.log"))
+             if f.read_bytes().endswith(b"\n") and not _terminal_wrapped(f)]
+    assert len(files) > 20
+    _follow_agrees(files)
+
+
+@pytest.mark.xfail(strict=True, reason="follow does not rejoin a record a terminal wrapped onto "
+                   "two lines (ingest does): each second line is an alarm, the record partial")
+def test_follow_rejoins_terminal_wrapped_records():
+    files = [f for f in sorted((ROOT / "fixtures").rglob("*.log")) if _terminal_wrapped(f)]
+    assert files
+    _follow_agrees(files)
 
 
 # -- the torture test --------------------------------------------------------------------------

@@ -24,9 +24,10 @@ continuation line). :func:`compose` applies several in a row (innermost first), 
 draws a plausible stack (one wrapper per layer at most). Write wrapped lines joined by ``"\n"``:
 the CRLF wrappers leave their ``"\r"`` at the end of each line.
 
-:data:`DAMAGE` (collapsed spaces, a block cut out of long lines) and :data:`REWRITERS` (SGLang
-under a user's logging config) change the server line itself, so they are not wrappers; the wild
-corpus (``bench/wild.py``) uses them. No text was copied from the threads named in ``source``:
+:data:`DAMAGE` (collapsed spaces, a block cut out of long lines, padded counts) and
+:data:`REWRITERS` (SGLang under a user's logging config) change the server line itself, and
+:data:`SPLITTERS` (a terminal's line wrap) cut one line into several, so they are not wrappers; the
+wild corpus (``bench/wild.py``) uses them. No text was copied from the threads named in ``source``:
 every shape is rendered here with invented values.
 """
 
@@ -698,6 +699,17 @@ def gutter_less_n(lines: list[str], rng: random.Random) -> list[str]:
     """
     start = rng.randint(1, 900)
     return [f"{i:7d} {ln}" for i, ln in enumerate(lines, start)]
+
+
+@_register("gutter_pipe", "issue 27 residue / public vLLM threads (a log viewer's numbered copy)")
+def gutter_pipe(lines: list[str], rng: random.Random) -> list[str]:
+    """Log viewer gutter: the line number right-aligned in a column, then `` | ``.
+
+    ``  12 | INFO 10-02 09:14:03 metrics.py:351] Avg prompt throughput: 4102.7 tokens/s, ...``
+    """
+    start = rng.randint(1, 400)
+    width = max(4, len(str(start + len(lines))))
+    return [f"{i:{width}d} | {ln}" for i, ln in enumerate(lines, start)]
 
 
 def _body(ln: str) -> str:
@@ -1396,6 +1408,7 @@ _PROVENANCE = {
     "localai_grpc_quoted": "thread", "localai_grpc_legacy": "thread", "docker_desktop": "thread",
     "indent2": "issue", "indent_tab": "tool", "markdown_quote": "tool", "markdown_bold": "issue",
     "gutter_cat_n": "issue", "gutter_editor": "issue", "gutter_less_n": "tool",
+    "gutter_pipe": "thread",
     "trailing_spaces_120": "issue", "trailing_spaces_200": "issue", "tmux_capture": "issue",
     "crlf": "notes", "windows_service": "approx", "ansi_line": "notes", "ansi_level": "notes",
     "ansi_caret": "notes", "ray_actor": "issue", "ray_nested": "thread",
@@ -1423,8 +1436,8 @@ _HOSTS_LAYER = {"grafana_panel_copy", "journald_short", "journald_odd_ident", "j
                 "syslog_rfc5424", "syslog_rfc3164", "kubectl", "loki_logcli", "fluentbit_json",
                 "stern", "aws_logs_tail", "github_actions", "log_ui_pipe"}
 _PASTES = {"indent2", "indent_tab", "markdown_quote", "markdown_bold", "gutter_cat_n",
-           "gutter_editor", "gutter_less_n", "trailing_spaces_120", "trailing_spaces_200",
-           "tmux_capture", "crlf", "ansi_caret"}
+           "gutter_editor", "gutter_less_n", "gutter_pipe", "trailing_spaces_120",
+           "trailing_spaces_200", "tmux_capture", "crlf", "ansi_caret"}
 for _name, _info in list(CATALOGUE.items()):
     _layer = ("container" if _name in _CONTAINERS else "host" if _name in _HOSTS_LAYER
               else "paste" if _name in _PASTES else "app")
@@ -1483,7 +1496,54 @@ def cut_middle(lines: list[str], rng: random.Random) -> list[str]:
     return out
 
 
-DAMAGE: dict[str, Wrapper] = {"collapse_spaces": collapse_spaces, "cut_middle": cut_middle}
+_REQS = re.compile(r"(?<=: )(\d+) reqs\b")
+
+
+def pad_reqs(lines: list[str], rng: random.Random) -> list[str]:
+    """Paste damage: the count before ``reqs`` left-aligned in a fixed-width column, as a log
+    viewer's aligned columns print it (width 4 to 6, one per log; a wider count is not cut).
+
+    ``... Running: 12   reqs, Swapped: 0    reqs, Pending: 2    reqs, GPU KV cache usage: ...``
+    """
+    width = rng.randint(4, 6)
+    return [_REQS.sub(lambda m: f"{m.group(1):<{width}} reqs", ln) for ln in lines]
+
+
+DAMAGE: dict[str, Wrapper] = {"collapse_spaces": collapse_spaces, "cut_middle": cut_middle,
+                              "pad_reqs": pad_reqs}
+
+_ANSI_OR_CHAR = re.compile(r"\x1b\[[0-9;]*[A-Za-z]|.", re.S)
+
+
+def terminal_wrap(line: str, width: int) -> list[str]:
+    """A line as a terminal of ``width`` columns shows it: cut into physical lines of ``width``
+    columns each (colour codes take no column, a wide character two), the pieces after the first
+    with no prefix of their own. A line that fits is returned whole.
+
+    ``2026-01-02T03:04:05.123456789Z (APIServer pid=1) INFO ... Avg generation throughpu`` then
+    ``t: 843.6 tokens/s, Running: 38 reqs, ...``
+    """
+    import unicodedata
+
+    pieces: list[str] = []
+    cur: list[str] = []
+    cols = 0
+    for m in _ANSI_OR_CHAR.finditer(line):
+        t = m.group(0)
+        w = 0 if len(t) > 1 else 2 if unicodedata.east_asian_width(t) in "WF" else 1
+        if cols + w > width:
+            pieces.append("".join(cur))
+            cur, cols = [], 0
+        cur.append(t)
+        cols += w
+    pieces.append("".join(cur))
+    return pieces
+
+
+# outermost steps that cut one line into several physical lines (not wrappers, not 1:1)
+SPLITTERS: dict[str, Callable[[str], list[str]]] = {
+    "terminal_wrap_157": lambda ln: terminal_wrap(ln, 157),
+}
 
 _SG_HEADER = re.compile(r"^\[(\d{4}-\d\d-\d\d) (\d\d:\d\d:\d\d)(?:\.(\d{3}))?((?: [A-Z_]+\d+)*)\] "
                         r"(.*)$")
@@ -1615,8 +1675,8 @@ def check_wrapper(name: str, lines: list[str], seed: int = 0) -> list[str]:
     return raw
 
 
-__all__ = ["CATALOGUE", "DAMAGE", "PROVENANCE_LEVELS", "REWRITERS", "WRAPPERS", "Wrapper",
-           "WrapperInfo", "check_wrapper", "compose", "random_stack"]
+__all__ = ["CATALOGUE", "DAMAGE", "PROVENANCE_LEVELS", "REWRITERS", "SPLITTERS", "WRAPPERS",
+           "Wrapper", "WrapperInfo", "check_wrapper", "compose", "random_stack", "terminal_wrap"]
 
 if any(not i.layer or not i.provenance for i in CATALOGUE.values()):  # registered too late
     raise RuntimeError("a wrapper was registered after the provenance / layer table")
