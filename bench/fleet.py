@@ -68,12 +68,12 @@ def peak_kb():
 
 if __name__ == "__main__":
     pattern, ds, mode = sys.argv[1:4]
-    from logscope.dataset import ingest_to_dataset
+    from logscope.fleet.dataset import ingest_to_dataset
     kw = {"workers": int(mode.split("=")[1])} if mode.startswith("workers=") else {
         "scheduler": mode}
     t = time.perf_counter()
     if mode == "cluster-only":
-        from logscope.distributed import runner
+        from logscope.fleet.distributed import runner
         with runner("local:2"):
             pass
         r = {"lines": 0, "parts": 0, "ingested": 0}

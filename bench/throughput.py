@@ -462,7 +462,7 @@ CHILD = r"""
 import json, resource, sys, time
 path, engine = sys.argv[1], sys.argv[2]
 import polars as pl, logscope
-from logscope.grammar import load_grammar
+from logscope.classify.grammar import load_grammar
 load_grammar(engine)
 rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 t = time.perf_counter()
@@ -528,7 +528,7 @@ def _peak_kb():
 path, engine = sys.argv[1], sys.argv[2]
 import polars as pl, logscope
 try:
-    from logscope.grammar import load_grammar
+    from logscope.classify.grammar import load_grammar
     load_grammar(engine)
 except ImportError:
     pass
@@ -548,7 +548,7 @@ print(json.dumps({"wall": wall, "lines": getattr(logs, "lines", None),
 
 
 def memory_child(path: Path, engine: str) -> dict:
-    """One ``logscope.read`` in a fresh child that reports its own memory (see ``MEM_CHILD``)."""
+    """One ``logscope.input`` in a fresh child that reports its own memory (see ``MEM_CHILD``)."""
     p = subprocess.run([sys.executable, "-c", MEM_CHILD, str(path), engine],
                        capture_output=True, text=True, cwd=ROOT)
     if p.returncode != 0:
@@ -731,8 +731,8 @@ def re_loop(path: Path, engine: str) -> tuple[float, int, int]:
 def lark_sample(path: Path, engine: str, n: int, seed: int) -> tuple[float, int, int]:
     from lark.exceptions import UnexpectedInput
 
-    from logscope.frontend import strip_line
-    from logscope.grammar import load_grammar
+    from logscope.classify.grammar import load_grammar
+    from logscope.input.frontend import strip_line
 
     with path.open(encoding="utf-8", errors="replace") as f:
         lines = [ln.rstrip("\n") for ln in f]
@@ -826,9 +826,9 @@ def bench_engine(engine: str, mb: float, seed: int, lark_n: int) -> dict | None:
 
 
 def profile(engine: str, mb: float, seed: int, out: str) -> int:
-    """Profile one ``logscope.read`` of the generated log (in this process, grammar preloaded)."""
+    """Profile one ``logscope.input`` of the generated log (in this process, grammar preloaded)."""
     import logscope
-    from logscope.grammar import load_grammar
+    from logscope.classify.grammar import load_grammar
 
     path, _meta = build(engine, mb, seed)
     load_grammar(engine)

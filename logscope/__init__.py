@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
-    from .ingest import Logs
+    from logscope.ingest import Logs
 
 
 def read(paths: Any, engine: str = "auto", **telemetry: Any) -> Logs:
@@ -18,7 +18,7 @@ def read(paths: Any, engine: str = "auto", **telemetry: Any) -> Logs:
     columns; ``telemetry`` takes the options of
     :func:`logscope.telemetry.read_with_telemetry` (``start_time``, ``gpus``, ...).
     """
-    from .telemetry import read as _read
+    from logscope.telemetry import read as _read
 
     return _read(paths, engine=engine, **telemetry)
 
@@ -28,12 +28,12 @@ def scan(dataset: Any, where: Any = None) -> dict[str, Any]:
     LazyFrames, by table name, with the partition columns ``engine``, ``host``, ``date`` as
     strings; ``where`` (SQL, ``"host = 'gpu3' AND date >= '2026-11-01'"``, or a Polars
     expression) filters every table, selecting partitions by directory name when it names
-    only partition columns. See :func:`logscope.dataset.scan_all`.
+    only partition columns. See :func:`logscope.fleet.dataset.scan_all`.
 
         >>> tables = logscope.scan("ds/", "host = 'gpu3'")              # doctest: +SKIP
         >>> tables["requests"].group_by("date").agg(pl.len()).collect()  # doctest: +SKIP
     """
-    from .dataset import scan_all
+    from logscope.fleet.dataset import scan_all
 
     return scan_all(dataset, where)
 

@@ -18,11 +18,8 @@ from typing import Any
 
 import polars as pl
 
-from . import sources
-from .engines import CATEGORICAL, Fields, Stream, model_for
-from .frontend import strip_frame
-from .grammar import ENGINES, available_engines, load_grammar
-from .parse import (
+from logscope.classify.grammar import ENGINES, available_engines, load_grammar
+from logscope.classify.parse import (
     DTYPES,
     EVENT,
     IGNORED,
@@ -34,8 +31,11 @@ from .parse import (
     classify,
     header_prefix,
 )
-from .store import MemoryStore, ParquetStore, scan
-from .wrapped import rejoin
+from logscope.classify.wrapped import rejoin
+from logscope.engines import CATEGORICAL, Fields, Stream, model_for
+from logscope.engines.store import MemoryStore, ParquetStore, scan
+from logscope.input import sources
+from logscope.input.frontend import strip_frame
 
 COMMON_COLUMNS = ["file", "line", "run", "engine", "ts", "ts_source", "ts_inferred", "t_rel",
                   "level", "slot", "task", "variant"]
@@ -258,7 +258,7 @@ def parse_batch(raw: pl.Series, file: str, engines: list[str] | None = None, *,
 
 def _wrapped_at(out: Batch, lines: pl.DataFrame, first_line: int) -> list[int]:
     """Indexes (in the batch's raw lines) of the unrecognized lines, in order: where a record
-    a terminal wrapped may continue (:mod:`logscope.wrapped`)."""
+    a terminal wrapped may continue (:mod:`logscope.classify.wrapped`)."""
     rows = pl.concat([u.select("_row") for u in out.unrecognized.values() if u.height])
     at = lines.join(rows, on="_row", how="semi").get_column("line") - first_line - 1
     return sorted(set(at.to_list()))
@@ -403,7 +403,7 @@ def assemble(batches: Iterable[Batch], files: list[FileStats],
 class Assembler:
     """Batches in, frames out: each batch's rows go through their engine's model stream at once
     and land in per-kind parts kept by ``store`` (in memory, or spilled to Parquet as they come:
-    :mod:`logscope.store`); only the parts (the output) and the streams' small state grow.
+    :mod:`logscope.engines.store`); only the parts (the output) and the streams' small state grow.
     ``add`` renumbers ``_row`` so that batches parsed on their own follow each other.
     ``on_table(name, table)`` sees every finished table before it is stored (a streamed kind
     table part by part)."""

@@ -34,7 +34,7 @@ VLLM = "fixtures/vllm/v0.22.0-mtp-deferred-journald.log"
 def _figures():
     """(file name, what it shows, function returning the Figure), in README order."""
     import logscope
-    from logscope import plots
+    from logscope.outputs import plots
 
     cache: dict[str, object] = {}
 

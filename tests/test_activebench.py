@@ -9,7 +9,7 @@ import polars as pl
 import pytest
 from click.testing import CliRunner
 
-from logscope.activebench import BenchFormatError, read_bench, side_by_side, sniff
+from logscope.analysis.activebench import BenchFormatError, read_bench, side_by_side, sniff
 from logscope.cli import cli
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -11,13 +11,13 @@ from logscope.analysis.decode import (
     decode_requests,
     decode_windows,
 )
+from logscope.analysis.metrics import acceptance_summary
 from logscope.analysis.prefill import PREDICT_AT, fit_prefill, prefill_curve
 from logscope.analysis.pressure import pressure_events, pressure_summary, pressure_timeline
 from logscope.analysis.report import build_report, render
 from logscope.analysis.spec import (
     acceptance_per_position,
     acceptance_requests,
-    acceptance_summary,
     acceptance_windows,
 )
 from tests.conftest import CORPUS, FIXTURES, client_records, client_timings

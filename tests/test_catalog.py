@@ -1,4 +1,5 @@
-"""``logscope formats`` / ``logscope explain`` and their library functions (logscope.catalog)."""
+"""``logscope formats`` / ``logscope explain`` and their library functions
+(logscope.classify.catalog)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,9 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from logscope import catalog
+from logscope.classify import catalog
+from logscope.classify.grammar import available_engines, load_grammar
 from logscope.cli import cli
-from logscope.grammar import available_engines, load_grammar
 from tests.conftest import CORPUS
 
 LOG = CORPUS / "generated-ngram-c4k-np1.log"
@@ -114,7 +115,7 @@ def test_explain_bad_location(tmp_path):
 def test_drift_groups_by_shape(tmp_path):
     import polars as pl
 
-    from logscope.drift import group_unrecognized, shape_of
+    from logscope.classify.drift import group_unrecognized, shape_of
 
     assert shape_of("id  3 | task 1207 | t=0.25 ptr 0x7ffe12ab b4321 -1.5e-3") == \
         "id N | task N | t=N ptr H bN -N"
@@ -150,7 +151,7 @@ def test_summary_shows_drift_groups(tmp_path):
 
 
 def test_explain_glued_vllm_records(tmp_path):
-    from logscope import frontend
+    from logscope.input import frontend
 
     if not hasattr(frontend, "split_records"):
         pytest.skip("the front end does not split glued records")

@@ -159,7 +159,13 @@ def test_every_fixture_gives_output_or_a_one_line_error(log):
     """No fixture of any engine makes an analysis crash: a result, or NoData with a message."""
     from logscope.analysis._util import NoData
     from logscope.ingest import NoServerLines
-    from logscope.plots import card, plot_acceptance, plot_decode, plot_prefill_curve, plot_pressure
+    from logscope.outputs.plots import (
+        card,
+        plot_acceptance,
+        plot_decode,
+        plot_prefill_curve,
+        plot_pressure,
+    )
 
     try:
         logs = logscope.read(log)

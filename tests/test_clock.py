@@ -15,7 +15,7 @@ import polars as pl
 import pytest
 
 import logscope
-from logscope.clock import (
+from logscope.engines.clock import (
     anchor_start,
     apply_tz,
     clock_summary,

@@ -12,8 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 import logscope
-from logscope.analysis.metrics import fmt_figure, headline_figures
-from logscope.analysis.spec import acceptance_summary
+from logscope.analysis.metrics import acceptance_summary, fmt_figure, headline_figures
 from logscope.cli import cli
 from tests.conftest import CORPUS, FIXTURES
 
@@ -43,7 +42,7 @@ def test_every_command_prints_the_same_figures(log, tmp_path):
     report = run("report", log)
     other = OTHER if log.name != OTHER.name else CORPUS / "generated-spec-pilot-c32k-np2.log"
     compare = run("compare", log, other, "--label", "this", "--label", "other")
-    from logscope.plots import card
+    from logscope.outputs.plots import card
     fig = card(logs)
     card_text = " ".join(t.get_text() for ax in fig.axes for t in ax.texts)
     phrases = {

@@ -15,8 +15,8 @@ import pytest
 from polars.testing import assert_frame_equal
 
 import logscope
-from logscope import dataset
-from logscope.dataset import MANIFEST, ingest_to_dataset, scan, tables_in
+from logscope.fleet import dataset
+from logscope.fleet.dataset import MANIFEST, ingest_to_dataset, scan, tables_in
 from tests.conftest import CORPUS
 
 LOGS = sorted(CORPUS.glob("*.log"))
@@ -156,7 +156,7 @@ def test_journald_host_and_errors(tmp_path):
     ds = tmp_path / "ds"
     ingest_to_dataset([str(log)], ds, workers=1)
     assert {p.name for p in ds.glob("*/engine=*/host=*")} == {"host=gpu7"}
-    with pytest.raises(logscope.sources.InputError):
+    with pytest.raises(logscope.input.sources.InputError):
         ingest_to_dataset([str(tmp_path / "missing.log")], ds)
 
 
@@ -228,7 +228,7 @@ def _log_rows(ds, table: str, part_hash: str) -> pl.DataFrame:
 
 
 def _assert_log_is_read(ds, log, label, part_hash):
-    """The dataset holds every line of ``log`` once, numbered as ``logscope.read`` numbers the
+    """The dataset holds every line of ``log`` once, numbered as ``logscope.input`` numbers the
     whole file, under the ``file`` label ``label`` (the path the log was first ingested under)."""
     full = logscope.read(str(log))
     assert full["lines_classified"].height > 0

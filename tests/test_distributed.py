@@ -1,4 +1,4 @@
-"""The Dask integration: byte ranges parsed as tasks give the frames of ``logscope.read``; and
+"""The Dask integration: byte ranges parsed as tasks give the frames of ``logscope.input``; and
 the streamed ingest gives the same frames whatever its block size."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from polars.testing import assert_frame_equal
 
 import logscope
 from logscope import ingest
-from logscope.distributed import _range_bytes, plan, read_dask
+from logscope.fleet.distributed import _range_bytes, plan, read_dask
 from tests.conftest import CORPUS, FIXTURES
 
 dask = pytest.importorskip("dask")
@@ -73,7 +73,7 @@ def test_gzip_and_duplicates(tmp_path, logs_dir):
 
 
 def test_missing_file_is_an_input_error(tmp_path):
-    with pytest.raises(logscope.sources.InputError, match="no such file"):
+    with pytest.raises(logscope.input.sources.InputError, match="no such file"):
         read_dask([str(tmp_path / "nope.log")], scheduler="synchronous")
 
 

@@ -17,7 +17,7 @@ from polars.testing import assert_frame_equal
 
 import logscope
 from logscope.cli import cli
-from logscope.dataset import MANIFEST, chain_key, ingest_to_dataset, tables_in
+from logscope.fleet.dataset import MANIFEST, chain_key, ingest_to_dataset, tables_in
 from tests.conftest import CORPUS, FIXTURES
 
 distributed = pytest.importorskip("distributed")
@@ -170,9 +170,9 @@ def test_dask_local_schedulers_and_local_cluster_from_the_cli(tmp_path):
     (["--scheduler", "local:2", "--workers", "2"], "give --workers or --scheduler, not both"),
 ])
 def test_scheduler_errors_are_one_line(tmp_path, monkeypatch, args, message):
-    import logscope.distributed
+    import logscope.fleet.distributed
 
-    monkeypatch.setattr(logscope.distributed, "CONNECT_TIMEOUT", "1s")
+    monkeypatch.setattr(logscope.fleet.distributed, "CONNECT_TIMEOUT", "1s")
     ds = tmp_path / "ds"
     r = CliRunner().invoke(cli, ["ingest", str(SPEC), "--dataset", str(ds), *args])
     assert r.exit_code != 0
@@ -293,8 +293,8 @@ def test_report_dataset_missing_dir_and_where_alone(tmp_path):
 
 def test_read_dask_on_the_cluster_equals_read(client, tmp_path):
     """One big file's byte ranges parsed on the cluster, modelled in order on the driver with
-    at most ``window`` parsed ranges waiting: the frames of ``logscope.read``."""
-    from logscope.distributed import read_dask
+    at most ``window`` parsed ranges waiting: the frames of ``logscope.input``."""
+    from logscope.fleet.distributed import read_dask
 
     big = tmp_path / "big.log"
     big.write_bytes(SPEC.read_bytes() * 3)

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
+from logscope.classify.parse import parse_raw_line
 from logscope.follow.state import StateStore
 from logscope.follow.tail import Follower, FollowError, Vanished
-from logscope.parse import parse_raw_line
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = sorted((ROOT / "fixtures" / "llama-server" / "corpus").glob("*.log"))
@@ -451,7 +451,7 @@ def test_metrics_sglang_and_vllm():
 
 def _terminal_wrapped(f: Path) -> bool:
     """A wild log whose golden counts records a terminal wrapped onto two lines (``rejoined``):
-    ingest joins them again (logscope/wrapped.py), follow does not (yet)."""
+    ingest joins them again (logscope/classify/wrapped.py), follow does not (yet)."""
     exp = f.with_name(f.name[: -len(".log")] + ".expected.json")
     return ("wild" in f.parts and exp.exists()
             and json.loads(exp.read_text()).get("rejoined", 0) > 0)

@@ -12,8 +12,8 @@ import polars as pl
 import pytest
 
 import logscope
-from logscope.frontend import split_records, strip_line
-from logscope.parse import classify_line
+from logscope.classify.parse import classify_line
+from logscope.input.frontend import split_records, strip_line
 from tests.conftest import FIXTURES
 
 # fixtures/wild has its own golden form (figure lines by kind): tests/test_wild.py

@@ -9,9 +9,9 @@ import pytest
 from lark import Token, Tree
 from lark.exceptions import UnexpectedInput
 
-from logscope.frontend import strip_line
-from logscope.grammar import available_engines, compile_grammar, convert, load_grammar
-from logscope.parse import classify_line
+from logscope.classify.grammar import available_engines, compile_grammar, convert, load_grammar
+from logscope.classify.parse import classify_line
+from logscope.input.frontend import strip_line
 from tests.conftest import FIXTURES
 
 ENGINE_DIRS = {"llama-server": "llama-server", "sglang": "sglang", "vllm": "vllm"}
@@ -49,7 +49,7 @@ def _fixture_lines(engine: str):
 def test_grammar_compiles_strictly(engine):
     from lark import Lark
 
-    from logscope.grammar import grammar_path
+    from logscope.classify.grammar import grammar_path
 
     # lark's strict mode: no terminal collisions it can detect, no unused or undefined symbols
     Lark.open(str(grammar_path(engine)), parser="earley", lexer="dynamic", strict=True)
@@ -106,7 +106,7 @@ def test_lark_and_compiled_patterns_agree(engine):
 def test_one_routing_pass_gives_each_item_to_its_first_whole_member(engine):
     # the batch path routes key/value items with one alternation of every member; the
     # per-line path tries the members in grammar order: same member, same fields, every item
-    from logscope.grammar import MEMBER_MARK
+    from logscope.classify.grammar import MEMBER_MARK
 
     g = load_grammar(engine)
     reps = {(rep.item_regex, rep.routing_regex): rep for v in g.variants for rep in v.reps}
@@ -136,8 +136,8 @@ def test_one_routing_pass_gives_each_item_to_its_first_whole_member(engine):
 
 
 def test_routing_regex_prefers_the_earlier_member_when_two_match_whole():
-    from logscope.grammar import MEMBER_MARK, Member, Repetition
-    from logscope.parse import _expand_rep
+    from logscope.classify.grammar import MEMBER_MARK, Member, Repetition
+    from logscope.classify.parse import _expand_rep
 
     rep = Repetition("__rep0", r"(?:, [a-z]+: [0-9]+)", (
         Member("named", ", x: ", r"^, x: (?P<x>[0-9]+)$", {"x": "int"}),

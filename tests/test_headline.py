@@ -216,7 +216,7 @@ def test_excerpt_request_is_partial_and_its_figures_count():
 
 
 def test_excerpt_card_draws_no_empty_or_irrelevant_panel():
-    from logscope.plots import card
+    from logscope.outputs.plots import card
     fig = card(logscope.read(str(EXCERPT)))
     panels = [ax for ax in fig.axes if (ax.get_gid() or "").startswith("panel|")
               and ax.get_gid() != "panel|note"]
@@ -249,7 +249,7 @@ def test_waits_and_stalls_are_reported(h200):
 
 
 def test_ingest_json_summary_carries_the_headline(h200):
-    from logscope.summary import json_summary
+    from logscope.outputs.summary import json_summary
     s = json_summary(h200)
     assert s["headline"]["acceptance_rate"]["value"] == 0.0121
     assert s["headline"]["decode_tps"]["value"] == pytest.approx(93.97)

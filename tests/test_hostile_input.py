@@ -1,7 +1,7 @@
-"""Hostile input (issue 7): random and mutated lines never crash ``logscope.read`` and every line
+"""Hostile input (issue 7): random and mutated lines never crash ``logscope.input`` and every line
 is accounted for.
 
-Whatever the bytes, ``logscope.read`` returns frames or raises one of the documented errors
+Whatever the bytes, ``logscope.input`` returns frames or raises one of the documented errors
 (``NoServerLines``, ``InputError``), and the summary's ``events + ignored + unrecognized`` equals
 ``lines``, which is the number of physical lines of the input (``\\n``-separated, the last one
 possibly unterminated). ``bench/fuzz.py`` runs the same mutations over a million lines.
@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 import logscope
 from logscope.ingest import NoServerLines
-from logscope.sources import MAX_LINE, InputError
+from logscope.input.sources import MAX_LINE, InputError
 from tests.conftest import CORPUS
 
 CORPUS_LINES: list[bytes] = [
@@ -205,9 +205,9 @@ def test_relative_clock_out_of_range(tmp_path):
 @given(seed=st.integers(0, 2**32 - 1))
 def test_per_line_path_agrees_with_batch(tmp_path, seed):
     """The per-line path (follow, explain) classifies every mutated line as ingest does."""
-    from logscope.frontend import split_records, strip_line
-    from logscope.grammar import available_engines
-    from logscope.parse import classify_line
+    from logscope.classify.grammar import available_engines
+    from logscope.classify.parse import classify_line
+    from logscope.input.frontend import split_records, strip_line
 
     rnd = random.Random(seed)
     ops = tuple(i for i, m in enumerate(MUTATIONS) if m not in ("numbers", "long"))
@@ -255,7 +255,7 @@ def test_long_unrecognized_lines_do_not_hang_the_diagnostics(tmp_path):
 
 
 def test_out_of_range_integer_is_null_on_both_paths(tmp_path):
-    from logscope.parse import classify_line
+    from logscope.classify.parse import classify_line
 
     line = "slot launch_slot_: id  99999999999999999999999 | task 7 | processing task"
     p = tmp_path / "big.log"

@@ -13,7 +13,7 @@ from logscope.analysis.depth import checked_fit
 from logscope.analysis.prefill import fit_prefill, prefill_curve
 from logscope.analysis.pressure import pressure_events
 from logscope.analysis.spec import acceptance_requests
-from logscope.plots import (
+from logscope.outputs.plots import (
     card,
     plot_acceptance,
     plot_decode,
@@ -102,7 +102,7 @@ def test_decode_points_are_coloured_by_concurrency_state():
     one colour, the one that ran alone another, and the legend names every colour drawn."""
     from matplotlib.colors import to_hex
 
-    from logscope.plot_states import ALONE, request_points
+    from logscope.outputs.plot_states import ALONE, request_points
     from tests.conftest import FIXTURES
 
     logs = logscope.read(str(FIXTURES / "telemetry" / "h200"
@@ -142,7 +142,7 @@ def legends_outside(fig) -> None:
 
 
 def test_legends_are_outside_the_data(gpu, spec):
-    from logscope.plots import plot_compare
+    from logscope.outputs.plots import plot_compare
 
     for fig in (plot_decode(gpu), plot_acceptance(spec), card(gpu), plot_pressure(
             logscope.read(str(SHIFT))), plot_prefill_curve([gpu, spec]),
@@ -195,7 +195,7 @@ def test_card_is_forum_sized_and_labelled(gpu, tmp_path):
 
 
 def test_compare_overlay_has_one_series_per_log(gpu, spec):
-    from logscope.plots import plot_compare
+    from logscope.outputs.plots import plot_compare
     fig = plot_compare([gpu, spec], ["a", "b"])
     arts = artists(fig)
     for lab, logs in (("a", gpu), ("b", spec)):

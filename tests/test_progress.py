@@ -16,9 +16,9 @@ from rich.console import Console
 
 import logscope
 import logscope.cli.progress as progress_mod
-from logscope import summary as summary_mod
 from logscope.cli import cli
 from logscope.cli.progress import IngestProgress
+from logscope.outputs import summary as summary_mod
 from tests.conftest import CORPUS
 
 LOG = CORPUS / "generated-ngram-c4k-np1.log"
@@ -134,7 +134,7 @@ def test_silent_helper_does_not_import_rich():
 
 def _summary(path) -> str:  # noqa: ANN001
     """What ``logscope ingest`` prints: the summary, then what it says about the clock."""
-    from logscope.clock import clock_notes
+    from logscope.engines.clock import clock_notes
 
     logs = logscope.read(str(path))
     return "".join(line + "\n" for line in [summary_mod.render(logs), *clock_notes(logs)])

@@ -17,7 +17,7 @@ from tests.conftest import CORPUS
 
 pytest.importorskip("duckdb")
 
-from logscope.sql import query  # noqa: E402
+from logscope.outputs.sql import query  # noqa: E402
 
 LOGS = [str(p) for p in sorted(CORPUS.glob("*.log"))]
 SPEC = str(CORPUS / "generated-spec-pilot-c32k-np2.log")
@@ -30,7 +30,7 @@ def logs():
 
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory):
-    from logscope.dataset import ingest_to_dataset
+    from logscope.fleet.dataset import ingest_to_dataset
 
     ds = tmp_path_factory.mktemp("ds")
     ingest_to_dataset(LOGS, ds, workers=1)

@@ -13,11 +13,10 @@ from click.testing import CliRunner
 from polars.testing import assert_frame_equal
 
 import logscope
-from logscope import clock, store
 from logscope.cli import cli
 from logscope.cli import ingest as cli_ingest
 from logscope.cli.ingest import write_tables
-from logscope.engines import llama_server
+from logscope.engines import clock, llama_server, store
 from logscope.ingest import read
 from logscope.telemetry.columns import null_energy, null_energy_table
 
@@ -138,7 +137,7 @@ def test_package_read_passes_out_through(tmp_path: Path, monkeypatch: pytest.Mon
 
 def test_dataset_part_streamed_is_the_in_memory_one(tmp_path: Path,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    from logscope.dataset import read_part
+    from logscope.fleet.dataset import read_part
 
     monkeypatch.chdir(ROOT)
     monkeypatch.setattr(llama_server, "CHUNK_REQUESTS", 2)

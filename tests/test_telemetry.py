@@ -305,7 +305,7 @@ def test_plot_power_and_card(tmp_path):
     assert out.stat().st_size > 10_000
     r = run("plot", "power", H200 / f"{name}.log", "-o", out)
     assert r.exit_code == 1 and "no GPU telemetry" in r.output
-    from logscope.plots import card
+    from logscope.outputs.plots import card
     logs = read_with_telemetry([str(H200 / f"{name}.log"), str(H200 / f"{name}.smi.csv")])
     fig = card(logs)
     assert any("mJ/t" in t.get_text() for ax in fig.axes for t in ax.texts)

@@ -13,13 +13,13 @@ import pytest
 from click.testing import CliRunner
 
 import logscope
+from logscope.analysis.energy import energy_per_token
 from logscope.cli import cli
 from logscope.cli._common import read_each
-from logscope.clock import parse_start_time
+from logscope.engines.clock import parse_start_time
 from logscope.telemetry import read_samples, read_with_telemetry
 from logscope.telemetry.energy import MAX_FIT_SPREAD_S, MIN_FIT_R, estimate_offset, weak_fit
 from logscope.telemetry.pairing import PairingError, pair, recordings, split_pair
-from logscope.telemetry.report import energy_per_token
 from tests.conftest import FIXTURES
 
 H200 = FIXTURES / "telemetry" / "h200"

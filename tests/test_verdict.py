@@ -88,7 +88,7 @@ def test_detail_rows_use_report_labels_and_integer_counts():
 
 @needs_pair
 def test_card_carries_the_verdict(tmp_path):
-    from logscope.plots import card
+    from logscope.outputs.plots import card
 
     a, b = logscope.read(str(SPEC)), logscope.read(str(BASE))
     fig = card(b, "base", verdicts=verdict(a, b, ("spec", "base")))

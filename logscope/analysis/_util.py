@@ -2,11 +2,27 @@
 
 from __future__ import annotations
 
+import math
+
 import polars as pl
 
 EXACT = "exact per request"
 TICK = "tick interval"
 WINDOW = "server window average"
+
+
+def bucket(n: float | None) -> int | None:
+    """Power-of-two bucket of a token count: 2^round(log2 n) (n >= 1)."""
+    if n is None or n < 1:
+        return None
+    return 1 << int(round(math.log2(n)))
+
+
+def depth_bucket(d: float | None) -> int | None:
+    """The depth's bucket: 0 below 256 tokens (llama-bench's ``d0``), else :func:`bucket`."""
+    if d is None:
+        return None
+    return 0 if d < 256 else bucket(d)
 
 
 def table(logs, name: str) -> pl.DataFrame | None:

@@ -24,9 +24,9 @@ from __future__ import annotations
 import polars as pl
 
 from logscope.analysis._util import EXACT, label_of
+from logscope.analysis.energy import energy_metrics
 from logscope.analysis.metrics import MIN_PREFILL_TOKENS, measured_requests
 from logscope.analysis.report import bench_table, headline
-from logscope.telemetry.report import energy_metrics
 
 COUNTS = ("retracts", "preemptions")   # metrics that are counts: integers, never floats
 MIN_N = 3

@@ -103,6 +103,20 @@ def mean_accepted_length(logs) -> dict:
     return _none(how=None)
 
 
+def acceptance_summary(logs) -> dict:
+    """Pooled acceptance: :func:`acceptance_rate` and :func:`mean_accepted_length` (the one
+    definition of each), in one dict.
+
+    Example::
+
+        acceptance_summary(logscope.read("spec.log"))["rate"]
+    """
+    r, m = acceptance_rate(logs), mean_accepted_length(logs)
+    return {"source": r["source"] or m["source"], "exactness": r["exactness"] or m["exactness"],
+            "n": max(r["n"], m["n"]), "accepted": r["accepted"], "generated": r["generated"],
+            "rate": r["value"], "mean_len": m["value"]}
+
+
 def decode_tps(logs) -> dict:
     """Median decode t/s: exact per request, else server windows.
 

@@ -46,7 +46,7 @@ from pathlib import Path
 
 import polars as pl
 
-from logscope.analysis._util import EXACT, WINDOW, label_of, table
+from logscope.analysis._util import EXACT, WINDOW, bucket, depth_bucket, label_of, table
 from logscope.analysis.concurrency import concurrency
 from logscope.analysis.depth import (
     checked_fit,
@@ -55,6 +55,7 @@ from logscope.analysis.depth import (
     prefill_at,
     prefill_by_depth,
 )
+from logscope.analysis.energy import energy_headline, energy_lines
 from logscope.analysis.findings import findings
 from logscope.analysis.metrics import (
     MIN_DECODE_TOKENS,
@@ -71,26 +72,12 @@ from logscope.analysis.metrics import (
 from logscope.analysis.prefill import PREDICT_AT, prefill_curve
 from logscope.analysis.pressure import pressure_summary
 from logscope.analysis.request_log import request_log_figures, request_log_lines
-from logscope.telemetry.report import energy_headline, energy_lines
 
 BENCH_SCHEMA = {"label": pl.String, "test": pl.String, "kind": pl.String,
                 "tokens_bucket": pl.Int64, "depth_bucket": pl.Int64, "tps_mean": pl.Float64,
                 "tps_std": pl.Float64, "n": pl.Int64, "small": pl.Boolean,
                 "tokens_per_step": pl.Float64, "shared": pl.Int64, "source": pl.String,
                 "exactness": pl.String}
-
-
-def bucket(n: float | None) -> int | None:
-    """Power-of-two bucket of a token count: 2^round(log2 n) (n >= 1)."""
-    if n is None or n < 1:
-        return None
-    return 1 << int(round(math.log2(n)))
-
-
-def depth_bucket(d: float | None) -> int | None:
-    if d is None:
-        return None
-    return 0 if d < 256 else bucket(d)
 
 
 def _completed(logs) -> pl.DataFrame | None:

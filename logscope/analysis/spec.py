@@ -204,19 +204,3 @@ def acceptance_units(logs) -> pl.DataFrame:
             pl.lit(WINDOW).alias("exactness"), pl.lit("vllm:spec_decoding").alias("source"),
         ).cast(schema))
     return pl.concat(parts) if parts else pl.DataFrame(schema=schema)
-
-
-def acceptance_summary(logs) -> dict:
-    """Pooled acceptance: :func:`logscope.analysis.metrics.acceptance_rate` and
-    :func:`~logscope.analysis.metrics.mean_accepted_length` (the one definition of each).
-
-    Example::
-
-        acceptance_summary(logscope.read("spec.log"))["rate"]
-    """
-    from logscope.analysis.metrics import acceptance_rate, mean_accepted_length
-
-    r, m = acceptance_rate(logs), mean_accepted_length(logs)
-    return {"source": r["source"] or m["source"], "exactness": r["exactness"] or m["exactness"],
-            "n": max(r["n"], m["n"]), "accepted": r["accepted"], "generated": r["generated"],
-            "rate": r["value"], "mean_len": m["value"]}

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from ..grammar import ENGINES
+from logscope.classify.grammar import ENGINES
 
 SUFFIXES = (".png", ".svg", ".pdf")
 
@@ -23,8 +23,8 @@ class InputClickError(click.ClickException):
 
 def read_each(paths: tuple[str, ...], engine: str = "auto") -> list:
     """One ``Logs`` per LOG argument (each is its own series); user errors as ClickException."""
-    from ..ingest import NoServerLines, read
-    from ..sources import InputError
+    from logscope.ingest import NoServerLines, read
+    from logscope.input.sources import InputError
 
     out = []
     for p in paths:
@@ -36,7 +36,9 @@ def read_each(paths: tuple[str, ...], engine: str = "auto") -> list:
             what = "llama-server, SGLang or vLLM" if engine == "auto" else engine
             raise click.ClickException(
                 f"no {what} lines in {p}; is this a server log?") from e
-    from ._telemetry import attach_each  # GPU telemetry given with the logs (docs/energy.md)
+    from logscope.cli._telemetry import (
+        attach_each,  # GPU telemetry given with the logs (docs/energy.md)
+    )
     return attach_each(out, names=paths)
 
 
@@ -61,7 +63,7 @@ def save(fig, path: str) -> None:
 
 def no_data(fn, *args, **kwargs):
     """Call a plotting function; its NoData becomes a one-line user error."""
-    from ..analysis._util import NoData
+    from logscope.analysis._util import NoData
 
     try:
         return fn(*args, **kwargs)

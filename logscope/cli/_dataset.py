@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from ._common import InputClickError, read_each
+from logscope.cli._common import InputClickError, read_each
 
 
 def dataset_options(f):  # noqa: ANN001, ANN201 - a click decorator
@@ -55,8 +55,8 @@ def read_dataset(dataset: str, where: str | None = None):  # noqa: ANN201 - logs
     """The ``Logs`` of a dataset's rows matching ``where``; user errors as ClickException."""
     import polars as pl
 
-    from ..dataset import load
-    from ..sources import InputError
+    from logscope.fleet.dataset import load
+    from logscope.input.sources import InputError
 
     if not Path(dataset).is_dir():
         raise InputClickError(f"--dataset {dataset}: no such directory")

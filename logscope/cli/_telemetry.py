@@ -17,7 +17,7 @@ TZ_KEY = "logscope.tz"  # ingest's --tz (eager): the zone of a --start-time with
 class StartTime(click.ParamType):
     """``--start-time``: when the server started, ISO 8601 (``2026-12-01T20:25:06Z``, with an
     offset, or in ``--tz``/UTC without one) or Unix seconds; converted to Unix seconds by
-    :func:`logscope.clock.parse_start_time`, the one parser.
+    :func:`logscope.engines.clock.parse_start_time`, the one parser.
 
     Example: ``click.option("--start-time", type=StartTime(), multiple=True)``
     """
@@ -25,7 +25,7 @@ class StartTime(click.ParamType):
     name = "start_time"
 
     def convert(self, value, param, ctx):  # noqa: ANN001, ANN201
-        from ..clock import parse_start_time
+        from logscope.engines.clock import parse_start_time
 
         if isinstance(value, float):
             return value
@@ -102,9 +102,9 @@ def split_telemetry(paths: tuple[str, ...]) -> tuple[str, ...]:
 
     Example: ``split_telemetry(("server.log", "gpu.csv")) == ("server.log",)``
     """
-    from .. import sources
-    from ..telemetry import kind_of
-    from ..telemetry.pairing import split_pair
+    from logscope.input import sources
+    from logscope.telemetry import kind_of
+    from logscope.telemetry.pairing import split_pair
 
     logs, tele = [], list(_opts().get("telemetry") or ())
     explicit: dict[int, list[str]] = {}
@@ -150,7 +150,7 @@ def attach_each(frames: list, telemetry: list[str] | None = None,
     telemetry (:func:`logscope.telemetry.pairing.join_series`; the pairing said in one stderr
     line): energy columns, null without telemetry. User errors become one-line
     ClickExceptions."""
-    from ..telemetry import null_energy
+    from logscope.telemetry import null_energy
 
     o = _opts()
     tele = telemetry if telemetry is not None else (o.get("telemetry") or [])
@@ -158,9 +158,9 @@ def attach_each(frames: list, telemetry: list[str] | None = None,
     starts = start_times(len(frames))
     if not tele and not explicit:  # the energy model (numpy) is not imported for logs alone
         return [null_energy(lg) for lg in frames]
-    from ..sources import InputError
-    from ..telemetry import ClockError, TelemetryError
-    from ..telemetry.pairing import PairingError, join_series
+    from logscope.input.sources import InputError
+    from logscope.telemetry import ClockError, TelemetryError
+    from logscope.telemetry.pairing import PairingError, join_series
 
     names = list(names or [f.files[0].file if f.files else f"log {i + 1}"
                            for i, f in enumerate(frames)])

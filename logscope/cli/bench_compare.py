@@ -1,5 +1,6 @@
 """``logscope compare server.log bench.json``: llama-bench's numbers beside the log's (the part
-of ``compare`` that reads an active benchmark; a thin layer over :mod:`logscope.activebench`)."""
+of ``compare`` that reads an active benchmark; a thin layer over
+:mod:`logscope.analysis.activebench`)."""
 
 from __future__ import annotations
 
@@ -7,12 +8,12 @@ from pathlib import Path
 
 import click
 
-from ._common import labels_for, read_each
+from logscope.cli._common import labels_for, read_each
 
 
 def bench_files(paths: tuple[str, ...]) -> list[str]:
     """The arguments that are llama-bench / llama-sweep-bench results, not server logs."""
-    from ..activebench import sniff
+    from logscope.analysis.activebench import sniff
 
     return [p for p in paths if p != "-" and Path(p).is_file() and sniff(p)]
 
@@ -20,7 +21,13 @@ def bench_files(paths: tuple[str, ...]) -> list[str]:
 def run(paths: tuple[str, ...], benches: list[str], labels: tuple[str, ...], fmt: str,
         engine: str) -> None:
     """Print one side-by-side table per bench file against the one LOG among ``paths``."""
-    from ..activebench import BenchFormatError, bench_header, read_bench, render, side_by_side
+    from logscope.analysis.activebench import (
+        BenchFormatError,
+        bench_header,
+        read_bench,
+        render,
+        side_by_side,
+    )
 
     logs = tuple(p for p in paths if p not in benches)
     if len(logs) != 1:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import click
 
-from ._common import check_output, engine_option, labels_for, no_data, read_each, save
-from ._telemetry import split_telemetry, telemetry_options
+from logscope.cli._common import check_output, engine_option, labels_for, no_data, read_each, save
+from logscope.cli._telemetry import split_telemetry, telemetry_options
 
 
 @click.command()
@@ -25,7 +25,7 @@ def card(log, output, label, vs, engine):
 
     Example: logscope card after.log --vs before.log -o card.png
     """
-    from ..plots import card as card_fig
+    from logscope.outputs.plots import card as card_fig
 
     check_output(output)
     (log,) = split_telemetry((log,))  # LOG=CSV pairs the log with its telemetry
@@ -33,7 +33,7 @@ def card(log, output, label, vs, engine):
     logs = read_each((log,), engine)[0]
     verdicts = None
     if vs:
-        from ..analysis.verdict import verdict
+        from logscope.analysis.verdict import verdict
 
         other = read_each((vs,), engine)[0]
         verdicts = verdict(other, logs, (labels_for((vs,), ())[0], name))

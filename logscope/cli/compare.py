@@ -7,14 +7,14 @@ import json
 
 import click
 
-from ._common import check_output, engine_option, no_data, save
-from ._dataset import dataset_options, series
-from ._telemetry import split_telemetry, telemetry_options
+from logscope.cli._common import check_output, engine_option, no_data, save
+from logscope.cli._dataset import dataset_options, series
+from logscope.cli._telemetry import split_telemetry, telemetry_options
 
 
 def _cell(metric: str, v) -> str:
-    from ..analysis.compare import COUNTS
-    from ..analysis.metrics import fmt_figure
+    from logscope.analysis.compare import COUNTS
+    from logscope.analysis.metrics import fmt_figure
     if v is None:
         return "—"
     if metric in COUNTS:
@@ -83,11 +83,11 @@ def compare(logs, labels, fmt, strict, all_rows, plot_file, engine, datasets, wh
 
     Example: logscope compare --dataset ds/ --where "host = 'gpu3'" --where "host = 'gpu4'"
     """
-    from ..analysis.compare import compare_metrics, workload_differences
-    from ..analysis.findings import findings, pair_findings
-    from ..analysis.metrics import round_frame
-    from ..analysis.verdict import verdict
-    from .bench_compare import bench_files, run
+    from logscope.analysis.compare import compare_metrics, workload_differences
+    from logscope.analysis.findings import findings, pair_findings
+    from logscope.analysis.metrics import round_frame
+    from logscope.analysis.verdict import verdict
+    from logscope.cli.bench_compare import bench_files, run
 
     logs = split_telemetry(logs) if logs else logs  # GPU telemetry among the LOGs (docs/energy.md)
     n_series = len(logs) + max(len(datasets), len(wheres) if datasets else 0)
@@ -121,12 +121,12 @@ def compare(logs, labels, fmt, strict, all_rows, plot_file, engine, datasets, wh
         _print_md(df, names, verdicts)
         _print_findings(found, pairs)
     if plot_file:
-        from ..plots import plot_compare
+        from logscope.outputs.plots import plot_compare
         save(no_data(plot_compare, frames, names, verdicts=verdicts), plot_file)
 
 
 def _print_findings(found: dict[str, list[dict]], pairs: list[dict]) -> None:
-    from ..analysis.report import findings_md
+    from logscope.analysis.report import findings_md
     if pairs:
         click.echo("\n## Findings of the pair\n")
         click.echo(findings_md(pairs).split("\n\n", 1)[1], nl=False)

@@ -8,8 +8,8 @@ from typing import Any
 
 import click
 
-from ..grammar import ENGINES
-from .ingest import OneLineErrors
+from logscope.classify.grammar import ENGINES
+from logscope.cli.ingest import OneLineErrors
 
 MAX_EXPECTED = 12  # expected tokens shown per engine (--json has them all)
 
@@ -80,9 +80,9 @@ def explain(location: str, engine: str, as_json: bool) -> None:
 
     Example: logscope explain server.log:120
     """
-    from ..catalog import explain as catalog_explain
-    from ..catalog import parse_location
-    from ..sources import InputError
+    from logscope.classify.catalog import explain as catalog_explain
+    from logscope.classify.catalog import parse_location
+    from logscope.input.sources import InputError
 
     try:
         path, line_no = parse_location(location)
@@ -99,10 +99,10 @@ def explain(location: str, engine: str, as_json: bool) -> None:
 
 def _telemetry_explain(path: str, line_no: int) -> dict[str, Any] | None:
     """A line of an nvidia-smi telemetry file, read by grammars/nvidia_smi.lark (or None)."""
-    from ..catalog import _line_of
-    from ..sources import load
-    from ..telemetry import kind_of
-    from ..telemetry.nvidia import explain_line
+    from logscope.classify.catalog import _line_of
+    from logscope.input.sources import load
+    from logscope.telemetry import kind_of
+    from logscope.telemetry.nvidia import explain_line
 
     if kind_of(path) is None:
         return None

@@ -11,7 +11,7 @@ import sys
 
 import click
 
-from ..grammar import ENGINES
+from logscope.classify.grammar import ENGINES
 
 
 def _json_default(o):  # noqa: ANN001, ANN202
@@ -54,9 +54,9 @@ def follow(path: str, start: str, state: str | None, jsonl: bool, serve: str | N
 
     Example: logscope follow server.log --state server.state --jsonl --serve 127.0.0.1:9464
     """
-    from ..follow import EventStream, FollowError
-    from ..follow.metrics import Metrics, PortInUse, parse_hostport
-    from ..follow.state import StateError
+    from logscope.follow import EventStream, FollowError
+    from logscope.follow.metrics import Metrics, PortInUse, parse_hostport
+    from logscope.follow.state import StateError
 
     metrics = None
     if serve:
@@ -74,7 +74,7 @@ def follow(path: str, start: str, state: str | None, jsonl: bool, serve: str | N
         click.echo(f"serving metrics on http://{shown}:{server.server_port}/metrics", err=True)
     power = None
     if telemetry:  # GPU telemetry tailed beside the log (docs/energy.md)
-        from ..telemetry.live import LivePower
+        from logscope.telemetry.live import LivePower
 
         power = LivePower(telemetry, metrics.registry if metrics is not None else None,
                           from_start=start == "start").start()
@@ -112,7 +112,7 @@ def follow(path: str, start: str, state: str | None, jsonl: bool, serve: str | N
     view = None
     if not jsonl and sys.stdout.isatty():
         try:
-            from ..follow.view import LiveView
+            from logscope.follow.view import LiveView
 
             view = LiveView(path)
         except ImportError:

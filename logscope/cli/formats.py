@@ -6,8 +6,8 @@ import json
 
 import click
 
-from ..grammar import ENGINES
-from .ingest import OneLineErrors
+from logscope.classify.grammar import ENGINES
+from logscope.cli.ingest import OneLineErrors
 
 
 @click.command(cls=OneLineErrors)
@@ -26,9 +26,9 @@ def formats(engine: str, kind: str | None, as_json: bool) -> None:
     """
     import polars as pl
 
-    from ..catalog import formats as catalog_formats
-    from ..telemetry.nvidia import GRAMMAR
-    from ..telemetry.nvidia import formats as telemetry_formats
+    from logscope.classify.catalog import formats as catalog_formats
+    from logscope.telemetry.nvidia import GRAMMAR
+    from logscope.telemetry.nvidia import formats as telemetry_formats
 
     # GPU telemetry line formats (grammars/nvidia_smi.lark) are listed after the servers'
     df = telemetry_formats() if engine == GRAMMAR else catalog_formats(

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import click
 
-from ..grammar import ENGINES
-from ._telemetry import TZ_KEY, StartTime
+from logscope.classify.grammar import ENGINES
+from logscope.cli._telemetry import TZ_KEY, StartTime
 
 
 def _keep_tz(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    from .. import clock
+    from logscope.engines import clock
 
     if value:
         try:
@@ -88,11 +88,11 @@ def ingest(paths: tuple[str, ...], out: str | None, dataset: str | None, workers
 
     Example: logscope ingest 'logs/**/*.log*' --dataset /shared/ds --scheduler tcp://head:8786
     """
-    from .. import clock
-    from .. import summary as summary_mod
-    from ..ingest import NoServerLines, read
-    from ..sources import InputError
-    from ..store import OutputError
+    from logscope.engines import clock
+    from logscope.engines.store import OutputError
+    from logscope.ingest import NoServerLines, read
+    from logscope.input.sources import InputError
+    from logscope.outputs import summary as summary_mod
 
     start = list(start_time) or None
     if dataset is not None:
@@ -111,8 +111,8 @@ def ingest(paths: tuple[str, ...], out: str | None, dataset: str | None, workers
         click.echo("Error: --scheduler is used with --dataset", err=True)
         sys.exit(2)
 
-    from ..telemetry.pairing import split_args
-    from .progress import IngestProgress
+    from logscope.cli.progress import IngestProgress
+    from logscope.telemetry.pairing import split_args
 
     try:
         # GPU telemetry files, and LOG=CSV pairs (docs/energy.md)
@@ -125,7 +125,7 @@ def ingest(paths: tuple[str, ...], out: str | None, dataset: str | None, workers
         # the bar is erased when read returns or raises, before any message below
         with IngestProgress() as progress:
             if stream:
-                from ..telemetry.columns import null_energy_table
+                from logscope.telemetry.columns import null_energy_table
 
                 logs = read(list(paths), engine=engine, progress=progress, out=out,
                             on_table=null_energy_table)
@@ -167,7 +167,7 @@ def ingest(paths: tuple[str, ...], out: str | None, dataset: str | None, workers
     elif telemetry or explicit:  # tables gpu_samples, energy_runs; each file its own
         logs = _join_telemetry(logs, telemetry, explicit, start)
     else:
-        from ..telemetry import null_energy
+        from logscope.telemetry import null_energy
 
         logs = null_energy(logs)
     if out and not stream:
@@ -188,9 +188,9 @@ def ingest(paths: tuple[str, ...], out: str | None, dataset: str | None, workers
 
 def _join_telemetry(logs, telemetry: list[str], explicit: dict[str, list[str]],  # noqa: ANN001, ANN202
                     start: list[float] | None):
-    from ..sources import InputError
-    from ..telemetry import ClockError, TelemetryError
-    from ..telemetry.pairing import PairingError, join_files
+    from logscope.input.sources import InputError
+    from logscope.telemetry import ClockError, TelemetryError
+    from logscope.telemetry.pairing import PairingError, join_files
 
     try:
         logs, line = join_files(logs, telemetry, explicit=explicit, start_times=start)
@@ -203,9 +203,9 @@ def _join_telemetry(logs, telemetry: list[str], explicit: dict[str, list[str]], 
 
 def _ingest_dataset(paths: tuple[str, ...], dataset: str, engine: str, workers: int | None,
                     scheduler: str | None, as_json: bool) -> None:
-    from ..dataset import ingest_to_dataset
-    from ..distributed import SchedulerError
-    from ..sources import InputError
+    from logscope.fleet.dataset import ingest_to_dataset
+    from logscope.fleet.distributed import SchedulerError
+    from logscope.input.sources import InputError
 
     try:
         report = ingest_to_dataset(list(paths), dataset, engine=engine, workers=workers,
@@ -237,8 +237,8 @@ def _large(paths: list[str]) -> bool:
     (streaming measured 1.29x the wall time of 100 MiB in memory, bench/RESULTS.md)."""
     import os
 
-    from .. import store
-    from ..sources import expand
+    from logscope.engines import store
+    from logscope.input.sources import expand
 
     total = 0
     for p in expand(paths):

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import click
 
-from ._common import check_output, engine_option, no_data, save
-from ._dataset import dataset_options, series
-from ._telemetry import split_telemetry, telemetry_options
+from logscope.cli._common import check_output, engine_option, no_data, save
+from logscope.cli._dataset import dataset_options, series
+from logscope.cli._telemetry import split_telemetry, telemetry_options
 
 _opts = [
     click.argument("logs", nargs=-1, required=False),
@@ -49,7 +49,7 @@ def prefill_curve_cmd(logs, output, labels, engine, datasets, wheres):
 
     Example: logscope plot prefill-curve server.log -o prefill.png
     """
-    from ..plots import plot_prefill_curve
+    from logscope.outputs.plots import plot_prefill_curve
     _run(plot_prefill_curve, logs, output, labels, engine, datasets, wheres)
 
 
@@ -62,7 +62,7 @@ def decode_cmd(logs, output, labels, engine, datasets, wheres):
 
     Example: logscope plot decode server.log -o decode.png
     """
-    from ..plots import plot_decode
+    from logscope.outputs.plots import plot_decode
     _run(plot_decode, logs, output, labels, engine, datasets, wheres)
 
 
@@ -73,7 +73,7 @@ def acceptance_cmd(logs, output, labels, engine, datasets, wheres):
 
     Example: logscope plot acceptance spec.log -o acceptance.svg
     """
-    from ..plots import plot_acceptance
+    from logscope.outputs.plots import plot_acceptance
     _run(plot_acceptance, logs, output, labels, engine, datasets, wheres)
 
 
@@ -84,7 +84,7 @@ def pressure_cmd(logs, output, labels, engine, datasets, wheres):
 
     Example: logscope plot pressure sglang.log -o pressure.png
     """
-    from ..plots import plot_pressure
+    from logscope.outputs.plots import plot_pressure
     _run(plot_pressure, logs, output, labels, engine, datasets, wheres)
 
 
@@ -96,5 +96,5 @@ def power_cmd(logs, output, labels, engine, datasets, wheres):
 
     Example: logscope plot power server.log gpu.csv -o power.png
     """
-    from ..plots import plot_power
+    from logscope.outputs.plots import plot_power
     _run(plot_power, logs, output, labels, engine, datasets, wheres)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import click
 
-from ._common import engine_option
-from ._dataset import dataset_options, series
-from ._telemetry import split_telemetry, telemetry_options
+from logscope.cli._common import engine_option
+from logscope.cli._dataset import dataset_options, series
+from logscope.cli._telemetry import split_telemetry, telemetry_options
 
 
 def _depths(value: str | None) -> tuple[int, ...] | None:
@@ -53,7 +53,7 @@ def report(logs, fmt, labels, at, engine, datasets, wheres):
 
     Example: logscope report --dataset ds/ --where "host = 'gpu3' AND date >= '2026-11-01'"
     """
-    from ..analysis.report import build_report, has_figures, render
+    from logscope.analysis.report import build_report, has_figures, render
 
     depths = _depths(at)
     logs = split_telemetry(logs) if logs else logs  # GPU telemetry among the LOGs (docs/energy.md)

@@ -11,9 +11,9 @@ import sys
 
 import click
 
-from ..grammar import ENGINES
-from ._telemetry import START_TIME_HELP, StartTime
-from .ingest import OneLineErrors
+from logscope.classify.grammar import ENGINES
+from logscope.cli._telemetry import START_TIME_HELP, StartTime
+from logscope.cli.ingest import OneLineErrors
 
 
 def _jsonable(v):  # noqa: ANN001, ANN202
@@ -104,12 +104,12 @@ def sql(query: str, logs: tuple[str, ...], dataset: str | None, fmt: str, engine
       logscope sql --format csv "SELECT CAST(ts AS DATE) AS day, count(*) AS retracts
       FROM retract GROUP BY day ORDER BY day" sglang.log
     """
-    from ..sources import InputError
-    from ..sql import MissingDuckDB
-    from ..sql import query as run_query
-    from ..telemetry import TelemetryError
-    from ..telemetry.energy import ClockError
-    from ..telemetry.pairing import PairingError
+    from logscope.input.sources import InputError
+    from logscope.outputs.sql import MissingDuckDB
+    from logscope.outputs.sql import query as run_query
+    from logscope.telemetry import TelemetryError
+    from logscope.telemetry.energy import ClockError
+    from logscope.telemetry.pairing import PairingError
 
     if dataset is not None and logs:
         click.echo("Error: give --dataset or LOG files, not both", err=True)

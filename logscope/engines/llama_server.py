@@ -11,9 +11,9 @@ from collections.abc import Callable
 
 import polars as pl
 
-from ..clock import WRAP_TS, WRAP_TS_DTYPE
-from ..store import stack
-from . import AnyTables, Fields, Model, State, Stream, Tables, last_per_group
+from logscope.engines import AnyTables, Fields, Model, State, Stream, Tables, last_per_group
+from logscope.engines.clock import WRAP_TS, WRAP_TS_DTYPE
+from logscope.engines.store import stack
 
 # kinds whose lines may come without a slot header: the continuation lines of a multi-line
 # summary entry (b3761–b9229) and the era A/B print_timings block

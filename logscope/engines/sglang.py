@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import polars as pl
 
-from . import AnyTables, Fields, Model, Stream, Tables
-from .sglang_requests import build_requests
-from .windows import BASIS_WINDOW, ConfigRuns, ensure
+from logscope.engines import AnyTables, Fields, Model, Stream, Tables
+from logscope.engines.sglang_requests import build_requests
+from logscope.engines.windows import BASIS_WINDOW, ConfigRuns, ensure
 
 
 class SglangStream(Stream):

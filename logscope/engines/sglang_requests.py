@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from . import AnyTables
+from logscope.engines import AnyTables
 
 FINISH_VARIANTS = ("request_log_finish_v0_4_1", "request_log_finish_v0_2_14",
                    "request_log_finish_v0_2_0")

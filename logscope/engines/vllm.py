@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import polars as pl
 
-from ..clock import WRAP_TS, WRAP_TS_DTYPE
-from . import Fields, Model, Stream
-from .windows import BASIS_WINDOW, ConfigRuns, YearRollover, ensure
+from logscope.engines import Fields, Model, Stream
+from logscope.engines.clock import WRAP_TS, WRAP_TS_DTYPE
+from logscope.engines.windows import BASIS_WINDOW, ConfigRuns, YearRollover, ensure
 
 
 class VllmStream(Stream):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from . import State, same_dtypes
+from logscope.engines import State, same_dtypes
 
 # which figures are exact per request, and which are the server's window averages
 BASIS_WINDOW = "window_average"  # averaged by the server over its logging interval

@@ -1,5 +1,5 @@
 """Follow a live log: ``tail -F`` done right, fed line by line through the same compiled grammar
-patterns as batch ingest (:func:`logscope.parse.parse_raw_line`).
+patterns as batch ingest (:func:`logscope.classify.parse.parse_raw_line`).
 
 >>> for ev in logscope.follow.events("server.log", from_start=True):   # doctest: +SKIP
 ...     print(ev["kind"], ev["line"], ev.get("tg_3s"))
@@ -27,63 +27,11 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
-from .tail import Follower, FollowError, Position, Vanished
+from logscope.follow.parser import _Parser
+from logscope.follow.tail import Follower, FollowError, Position, Vanished
 
 __all__ = ["events", "EventStream", "Follower", "FollowError", "Vanished", "Position",
            "parse_line"]
-
-
-class _Parser:
-    """parse_raw_line with a per-engine fallback: a grammar that raises on a line (a bug in
-    that grammar's compiled envelope) must not take the others down."""
-
-    def __init__(self, engines: list[str]) -> None:
-        from ..parse import classify_line, parse_raw_line
-
-        try:  # records glued onto one physical line (vLLM under tqdm), as ingest splits them
-            from ..frontend import split_records
-        except ImportError:  # pragma: no cover - an older front end
-            def split_records(text: str) -> list[str]:
-                return [text]
-
-        self.parse_raw_line = parse_raw_line
-        self.classify_line = classify_line
-        self.split_records = split_records
-        self.engines = engines
-        self.broken: set[str] = set()
-
-    def records(self, raw: str) -> tuple[dict[str, Any], list[tuple | None]]:
-        """(wrapper fields, one match per record of the line: usually one)."""
-        wrap, text, match = self(raw)
-        try:
-            texts = self.split_records(text)
-        except Exception:  # noqa: BLE001
-            texts = [text]
-        if len(texts) <= 1:
-            return wrap, [match]
-        out = []
-        for t in texts:
-            try:
-                out.append(self.classify_line(t, self.engines))
-            except Exception:  # noqa: BLE001
-                out.append(None)
-        return wrap, out
-
-    def __call__(self, raw: str):  # noqa: ANN204
-        engines = [e for e in self.engines if e not in self.broken]
-        try:
-            return self.parse_raw_line(raw, engines)
-        except Exception:  # noqa: BLE001
-            pass
-        wrap, text, match = {}, raw, None
-        for e in engines:
-            try:
-                wrap, text, match = self.parse_raw_line(raw, [e])
-            except Exception:  # noqa: BLE001
-                continue
-            if match is not None:
-                break
-        return wrap, text, match
 
 
 def parse_line(parser: _Parser, raw: str, file: str, line: int, *,
@@ -136,8 +84,8 @@ class EventStream:
                  vanish_timeout: float | None = None, watch: bool = True,
                  poll_interval: float = 0.25, warn=None,  # noqa: ANN001
                  on_line=None, idle_hook=None) -> None:  # noqa: ANN001
-        from ..grammar import available_engines, load_grammar
-        from .state import StateStore
+        from logscope.classify.grammar import available_engines, load_grammar
+        from logscope.follow.state import StateStore
 
         self.engines = list(engines or available_engines())
         self.grammars = {e: load_grammar(e).digest for e in self.engines}
@@ -157,7 +105,7 @@ class EventStream:
                                  idle_hook=idle_hook)
         self.lines_read = 0
         self.on_line = on_line  # called with the followed path for every line read
-        from .runs import Runs
+        from logscope.follow.runs import Runs
 
         saved = self.store.loaded.get("runs") if self.store is not None else None
         self.runs = Runs(saved if resume is not None else None)
@@ -173,7 +121,7 @@ class EventStream:
 
     def _prime(self) -> None:
         """Following from the end of an existing file: count the runs already in it."""
-        from .runs import PRIME_MAX_BYTES, prime
+        from logscope.follow.runs import PRIME_MAX_BYTES, prime
 
         f = self.follower
         if self.from_start or self._resumed or f.switches or f.line <= 0:

@@ -118,8 +118,8 @@ def prime(path: str, lines: int, offset: int) -> Runs:
     """
     import polars as pl
 
-    from .. import read
-    from ..ingest import NoServerLines
+    from logscope import read
+    from logscope.ingest import NoServerLines
 
     runs = Runs()
     if lines <= 0:
@@ -153,7 +153,7 @@ def prime(path: str, lines: int, offset: int) -> Runs:
 
 def _last_rel(path: str, offset: int, window: int = 1 << 16) -> float | None:
     """The relative clock of the last llama-server line before byte ``offset``."""
-    from . import _Parser
+    from logscope.follow.parser import _Parser
 
     parser = _Parser(["llama-server"])
     with open(path, "rb") as f:

@@ -37,7 +37,7 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
-from .tail import Position
+from logscope.follow.tail import Position
 
 VERSION = 1
 

@@ -48,7 +48,7 @@ def _num(v: Any) -> float | None:
 
 
 def _rel(v: Any) -> float | None:
-    from .runs import rel_seconds
+    from logscope.follow.runs import rel_seconds
 
     return rel_seconds(v)
 

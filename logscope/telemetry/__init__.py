@@ -15,72 +15,22 @@ from __future__ import annotations
 
 from typing import Any
 
-import polars as pl
-
-from .columns import ENERGY_COLUMNS, null_energy
-from .nvidia import (
+from logscope.telemetry.columns import ENERGY_COLUMNS, null_energy
+from logscope.telemetry.files import kind_of, read_samples, split_inputs
+from logscope.telemetry.nvidia import (
     DMON,
     QUERY,
     QUERY_NOHEADER,
     SCHEMA,
     TelemetryError,
-    parse_text,
-    read_head,
-    sniff,
 )
-
-
-def kind_of(path: str) -> str | None:
-    """The telemetry format of a file (``nvidia-smi-query``, ``nvidia-smi-query-noheader``,
-    ``nvidia-smi-dmon``) or None (a server log, stdin, a missing file)."""
-    if path == "-":
-        return None
-    return sniff(read_head(path))
-
-
-def split_inputs(paths: list[str] | tuple[str, ...] | str) -> tuple[list[str], list[str]]:
-    """(server logs, telemetry files) among inputs (globs expanded; order kept).
-
-    Example: ``split_inputs(["server.log", "gpu.csv"]) == (["server.log"], ["gpu.csv"])``
-    """
-    from .. import sources
-
-    if isinstance(paths, str):
-        paths = [paths]
-    logs, tele = [], []
-    for p in sources.expand(list(paths)):
-        (tele if kind_of(p) is not None else logs).append(p)
-    return logs, tele
-
-
-def read_samples(paths: list[str] | tuple[str, ...] | str, *,
-                 fields: list[str] | None = None) -> pl.DataFrame:
-    """The ``gpu_samples`` frame of telemetry files (one row per GPU per sample, by GPU and ts).
-
-    ``fields`` is the ``--query-gpu`` list of a ``--format=csv,noheader`` file. Raises
-    ``TelemetryError`` (a file that is not telemetry, or cannot be joined) and
-    ``sources.InputError`` (unreadable).
-
-    Example: ``read_samples(["gpu.csv"])["power_w"].mean()``
-    """
-    from .. import sources
-
-    if isinstance(paths, str):
-        paths = [paths]
-    frames = []
-    for p in sources.expand(list(paths)):
-        src = sources.load(p)
-        frames.append(parse_text(src.text, p, fields=fields, mtime=src.mtime))
-    if not frames:
-        return pl.DataFrame(schema=SCHEMA)
-    return pl.concat(frames).sort("gpu", "ts", "file", "line", nulls_last=True)
 
 
 def read_with_telemetry(paths: list[str] | tuple[str, ...] | str, engine: str = "auto", *,
                         telemetry: list[str] | None = None, fields: list[str] | None = None,
                         start_time: float | str | None = None, gpus: list[int] | None = None,
                         net_of_idle: bool = False) -> Any:
-    """``logscope.read`` of the server logs among ``paths``, joined to the telemetry files among
+    """``logscope.input`` of the server logs among ``paths``, joined to the telemetry files among
     them (and in ``telemetry``): tables ``gpu_samples``, ``energy_runs`` and the requests'
     energy columns (null without telemetry). Several log files: each is joined to its own
     telemetry and its clock placed alone (:func:`logscope.telemetry.pairing.join_files`;
@@ -89,8 +39,8 @@ def read_with_telemetry(paths: list[str] | tuple[str, ...] | str, engine: str = 
 
     Example: ``read_with_telemetry(["server.log", "gpu.csv"])["requests"]["energy_j"]``
     """
-    from ..ingest import read
-    from .pairing import join_files, split_args
+    from logscope.ingest import read
+    from logscope.telemetry.pairing import join_files, split_args
 
     if isinstance(paths, str):
         paths = [paths]
@@ -100,7 +50,7 @@ def read_with_telemetry(paths: list[str] | tuple[str, ...] | str, engine: str = 
     if not tele and not explicit:
         return null_energy(logs)
     if start_time is not None and not isinstance(start_time, (int, float)):
-        from ..clock import parse_start_time
+        from logscope.engines.clock import parse_start_time
 
         start_time = parse_start_time(start_time)
     logs, _ = join_files(logs, tele, explicit=explicit, fields=fields,
@@ -113,10 +63,10 @@ READ_OPTIONS = ("out", "on_table", "progress", "chunk_bytes")  # logscope.ingest
 
 
 def read(paths: list[str] | tuple[str, ...] | str, engine: str = "auto", **options: Any) -> Any:
-    """``logscope.read``: server logs only, as before, unless telemetry is among ``paths`` (or
+    """``logscope.input``: server logs only, as before, unless telemetry is among ``paths`` (or
     given as ``telemetry=[...]``); then :func:`read_with_telemetry`."""
-    from ..ingest import read as read_logs
-    from .pairing import split_args
+    from logscope.ingest import read as read_logs
+    from logscope.telemetry.pairing import split_args
 
     if isinstance(paths, str):
         paths = [paths]
@@ -137,7 +87,7 @@ _ENERGY = ("ClockError", "attach", "share_energy", "stretches")
 def __getattr__(name: str) -> Any:
     """The energy model's names, imported on first use (numpy is not needed to read logs)."""
     if name in _ENERGY:
-        from . import energy
+        from logscope.telemetry import energy
 
         return getattr(energy, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from .columns import ENERGY_COLUMNS, null_energy
+from logscope.telemetry.columns import ENERGY_COLUMNS, null_energy
 
 EXACT_CLOCK = ("unix", "wrapper", "anchored:wrapper", "anchored:start-time")
 UTIL_WINDOW_S = 0.5  # utilisation: the share of a short window before the sample that was busy
@@ -502,7 +502,7 @@ def attach(logs, samples: pl.DataFrame | dict[str, pl.DataFrame] | None, *,
 
 
 def _empty_samples() -> pl.DataFrame:
-    from .nvidia import empty
+    from logscope.telemetry.nvidia import empty
 
     return empty()
 

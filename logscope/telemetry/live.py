@@ -23,7 +23,7 @@ import threading
 from datetime import datetime
 from typing import Any
 
-from .nvidia import DMON_FIELDS, NULL_VALUES, QUERY_FIELDS, grammar
+from logscope.telemetry.nvidia import DMON_FIELDS, NULL_VALUES, QUERY_FIELDS, grammar
 
 
 class LivePower:

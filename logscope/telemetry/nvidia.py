@@ -18,7 +18,7 @@ from typing import Any
 
 import polars as pl
 
-from ..grammar import CompiledGrammar, load_compiled
+from logscope.classify.grammar import CompiledGrammar, load_compiled
 
 GRAMMAR = "nvidia-smi"
 QUERY = "nvidia-smi-query"
@@ -261,8 +261,8 @@ def empty() -> pl.DataFrame:
 
 
 def formats() -> pl.DataFrame:
-    """The telemetry line formats, shaped like :func:`logscope.catalog.formats`."""
-    from ..catalog import split_doc
+    """The telemetry line formats, shaped like :func:`logscope.classify.catalog.formats`."""
+    from logscope.classify.catalog import split_doc
 
     rows: list[dict[str, Any]] = []
     for v in grammar().variants:
@@ -281,7 +281,7 @@ def explain_line(path: str, text: str, line_no: int, whole: str | None = None,
                  query_fields: list[str] | None = None) -> dict[str, Any]:
     """How one telemetry line was read: kind, variant, captured cells (and, given the ``whole``
     file's text, the typed ``gpu_samples`` values of a sample line) and lark's verdict, in the
-    shape of :func:`logscope.catalog.explain`."""
+    shape of :func:`logscope.classify.catalog.explain`."""
     g = grammar()
     out: dict[str, Any] = {"file": path, "line": line_no, "raw": text, "wrapper": {},
                            "text": text, "class": "other", "engine": None, "kind": None,

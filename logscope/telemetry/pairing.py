@@ -43,7 +43,7 @@ def split_pair(arg: str) -> tuple[str, str] | None:
     """
     import os
 
-    from . import kind_of
+    from logscope.telemetry.files import kind_of
 
     if "=" not in arg or os.path.exists(arg):
         return None
@@ -60,8 +60,8 @@ def split_args(args: list[str]) -> tuple[list[str], list[str], dict[str, list[st
 
     Example: split_args(["a.log=a.csv", "b.log", "b.csv"])
     """
-    from .. import sources
-    from . import split_inputs
+    from logscope.input import sources
+    from logscope.telemetry.files import split_inputs
 
     logs: list[str] = []
     tele: list[str] = []
@@ -129,7 +129,7 @@ def pair(names: list[str], telemetry: list[str], *,
 
     Example: pair(["a.log", "b.log"], ["a.csv", "b.csv"])
     """
-    from . import read_samples
+    from logscope.telemetry.files import read_samples
 
     explicit = dict(explicit or {})
     n = len(names)
@@ -193,7 +193,7 @@ def known_span(logs: Any, start_time: float | None = None) -> tuple[float, float
 
     Example: known_span(logscope.read("server.log"), 1796156563.5)
     """
-    from .energy import _log_clock, _run_ends
+    from logscope.telemetry.energy import _log_clock, _run_ends
 
     ends = _run_ends(logs)
     if ends.height == 0:
@@ -222,7 +222,7 @@ def join_series(frames: list, names: list[str], telemetry: list[str], *,
 
     Example: join_series([read("a.log"), read("b.log")], ["a.log", "b.log"], ["a.csv", "b.csv"])
     """
-    from .energy import attach
+    from logscope.telemetry.energy import attach
 
     starts = _per_log(start_times, len(frames))
     spans = [known_span(f, s) for f, s in zip(frames, starts, strict=True)]
@@ -242,7 +242,7 @@ def join_files(logs: Any, telemetry: list[str], *,
 
     Example: join_files(read(["a.log", "b.log"]), ["a.csv", "b.csv"])
     """
-    from .energy import attach
+    from logscope.telemetry.energy import attach
 
     files = [f.file for f in logs.files]
     starts = _per_log(start_times, len(files))

@@ -48,8 +48,8 @@ class GrammarCompileError(Exception):
 
 def grammar_dir() -> Path:
     """Where the .lark files are: packaged next to the code, or the repository's grammars/."""
-    here = Path(__file__).resolve().parent
-    for cand in (here / "grammars", here.parent / "grammars"):
+    pkg = Path(__file__).resolve().parent.parent   # logscope/
+    for cand in (pkg / "grammars", pkg.parent / "grammars"):
         if (cand / "common.lark").exists():
             return cand
     raise FileNotFoundError("logscope grammars not found (expected grammars/common.lark)")

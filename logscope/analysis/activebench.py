@@ -294,14 +294,14 @@ def sniff(path: str | Path) -> bool:
 
 
 def _passive(logs, label: str | None) -> pl.DataFrame:
-    from .analysis.report import bench_table
+    from logscope.analysis.report import bench_table
 
     return bench_table(logs, label)
 
 
 def side_by_side(logs, bench: pl.DataFrame, label: str | None = None) -> pl.DataFrame:
     """Per active test of ``bench`` (from :func:`read_bench`): the active t/s, the passive t/s
-    of the same test bucket in ``logs`` (a :func:`logscope.read` result), Δ % and n.
+    of the same test bucket in ``logs`` (a :func:`logscope.input` result), Δ % and n.
 
     Columns: ``test`` (with the varying configuration in brackets), ``active_tps``,
     ``active_std``, ``active_n`` (repetitions, where the format says), ``passive_tps``,
@@ -310,7 +310,7 @@ def side_by_side(logs, bench: pl.DataFrame, label: str | None = None) -> pl.Data
 
     Example: side_by_side(logscope.read("server.log"), read_bench("bench.json"))
     """
-    from .analysis.report import bucket, depth_bucket
+    from logscope.analysis._util import bucket, depth_bucket
 
     passive = _passive(logs, label)
     by_key = {(r["kind"], r["tokens_bucket"], r["depth_bucket"]): r

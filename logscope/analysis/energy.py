@@ -23,7 +23,7 @@ def _runs(logs) -> pl.DataFrame | None:
 def energy_by_depth(logs) -> pl.DataFrame:
     """Per depth bucket of the completed requests (context at the start of decoding, as the
     depth profile buckets it): n, prefill and decode mJ per token, decode tokens per joule."""
-    from ..analysis.report import depth_bucket
+    from logscope.analysis._util import depth_bucket
 
     schema = {"depth": pl.Int64, "n": pl.UInt32, "prefill_mj_per_token": pl.Float64,
               "decode_mj_per_token": pl.Float64, "decode_tps_per_w": pl.Float64}

@@ -5,7 +5,7 @@ either over a Parquet dataset written by ``logscope ingest --dataset DIR`` (read
 partitioning: the ``engine``, ``host`` and ``date`` partition columns are strings) or over the
 frames of ``logscope.read(LOG...)``.
 
-    >>> from logscope.sql import query
+    >>> from logscope.outputs.sql import query
     >>> cols, rows = query("SELECT count(*) FROM requests",
     ...                    logs=["fixtures/llama-server/corpus/generated-ngram-c4k-np1.log"])
     >>> rows
@@ -83,8 +83,8 @@ def connect(dataset: str | os.PathLike | None = None, logs: list[str] | None = N
     with tempfile.TemporaryDirectory(prefix="logscope-sql-") as tmp:
         try:
             if dataset is not None:
-                from .dataset import PARTITIONS, table_glob, tables_in
-                from .sources import InputError
+                from logscope.fleet.dataset import PARTITIONS, table_glob, tables_in
+                from logscope.input.sources import InputError
 
                 hive = ", ".join(f"{_quote_str(k)}: VARCHAR" for k in PARTITIONS)
                 names = tables_in(dataset)
@@ -97,9 +97,9 @@ def connect(dataset: str | os.PathLike | None = None, logs: list[str] | None = N
                         f"{_quote_str(table_glob(dataset, name))}, hive_partitioning = true, "
                         f"union_by_name = true, hive_types = {{{hive}}})")
             else:
-                from .ingest import NoServerLines, read
-                from .telemetry.columns import null_energy
-                from .telemetry.pairing import split_args
+                from logscope.ingest import NoServerLines, read
+                from logscope.telemetry.columns import null_energy
+                from logscope.telemetry.pairing import split_args
 
                 paths, tele, explicit = split_args(list(logs))
                 try:
@@ -107,7 +107,7 @@ def connect(dataset: str | os.PathLike | None = None, logs: list[str] | None = N
                 except NoServerLines as e:
                     lg = e.args[0]
                 if tele or explicit:
-                    from .telemetry.pairing import join_files
+                    from logscope.telemetry.pairing import join_files
 
                     lg, line = join_files(lg, tele, explicit=explicit, start_times=start_times)
                     if line and on_pairing is not None:

@@ -15,8 +15,7 @@ from typing import Any
 
 import polars as pl
 
-from .frontend import py_compiled, strip_line
-from .grammar import (
+from logscope.classify.grammar import (
     FLOAT_LIST,
     MEMBER_MARK,
     CompiledGrammar,
@@ -26,6 +25,7 @@ from .grammar import (
     extract_fields,
     load_grammar,
 )
+from logscope.input.frontend import py_compiled, strip_line
 
 DTYPES: dict[str, pl.DataType] = {
     "int": pl.Int64(),
@@ -333,7 +333,8 @@ def classify(lines: pl.DataFrame, g: CompiledGrammar,
 
     A line's message is the leftmost match, to the end of the line and not inside a word, of
     any variant (on a tie, the first in grammar order); the text before it is the line's
-    ``prefix``, decoded by :mod:`logscope.envelope`. So ``print_timings: prompt eval time = ...``
+    ``prefix``, decoded by :mod:`logscope.input.envelope`. So
+    ``print_timings: prompt eval time = ...``
     is era B's line, not a bare continuation line behind a prefix ``print_timings: ``. A plain
     variant (ignored, other) counts after a prefix only with the engine's own envelope or a
     wrapper's marks in the prefix. ``phase`` (one of :data:`PHASES`; None: all) runs that pass's
@@ -341,7 +342,7 @@ def classify(lines: pl.DataFrame, g: CompiledGrammar,
     then the catch-alls, so that an event is never lost to a known line found further left
     (an era-C-looking ``INFO  [...] `` in a wrapper) nor to another engine's drift rule.
     ``anchors`` (built over the batch ``lines`` come from) saves the anchor scans."""
-    from .envelope import EVIDENCE, decode_expr_columns
+    from logscope.input.envelope import EVIDENCE, decode_expr_columns
 
     has_outer = "outer" in lines.columns and lines.get_column("outer").null_count() < lines.height
     outer_col = ["outer"] if has_outer else []
@@ -598,7 +599,7 @@ def classify_line(text: str, engines: list[str], outer: str | None = None
     leftmost message wins (the first variant in grammar order on a tie), as in ingest.
     ``fields`` holds the envelope's fields, the prefix's decoded ones where the envelope has
     none (``prefix``, ``wrap_ts``, ...) and the body's."""
-    from .envelope import decode_prefix, has_evidence
+    from logscope.input.envelope import decode_prefix, has_evidence
 
     for phase in PHASES:
         for engine in engines:

@@ -11,7 +11,7 @@ llama.cpp's era A/C JSON objects as the era-C text form so one grammar rule serv
 
 Nothing here looks for a wrapper at the start of the line: the engine's message is found
 wherever it stands (``parse.classify``) and what precedes it is decoded by
-``logscope.envelope``.
+``logscope.input.envelope``.
 
 Each step exists twice, with the same regexes: vectorised over a Polars frame (batch ingest)
 and per line in Python (follow, explain).

@@ -1,6 +1,6 @@
 """Many log files into one hive-partitioned Parquet dataset, incrementally and in parallel.
 
-    >>> from logscope.dataset import ingest_to_dataset
+    >>> from logscope.fleet.dataset import ingest_to_dataset
     >>> ingest_to_dataset(["logs/a.log", "logs/b.log"], "ds/")          # doctest: +SKIP
     {'ingested': 2, 'appended': 0, 'skipped': 0, ...}
 
@@ -210,8 +210,8 @@ def read_part(path: str, start_byte: int = 0, start_line: int = 0, engine: str =
     ``start_line + 1`` (the part of a grown file); ``run`` is shifted by ``run_offset``.
     ``path`` is a local path or an fsspec URL (``s3://bucket/host/server.log``).
 
-    Built on ``logscope.ingest.read_inputs`` (streamed in blocks, as ``logscope.read``), so the
-    frames are those of ``logscope.read`` for the same lines. Returns the tables (lazy frames,
+    Built on ``logscope.ingest.read_inputs`` (streamed in blocks, as ``logscope.input``), so the
+    frames are those of ``logscope.input`` for the same lines. Returns the tables (lazy frames,
     read one at a time where they are written), the byte offset of the end of the last complete
     line, the number of lines, the host and the per-file stats. With ``spill`` (a directory) the
     tables are streamed there as they are made (``logscope.read(..., out=...)``), so memory
@@ -221,10 +221,10 @@ def read_part(path: str, start_byte: int = 0, start_line: int = 0, engine: str =
 
     import polars as pl
 
-    from . import sources
-    from .envelope import host_expr
-    from .ingest import Input, NoServerLines, read_inputs
-    from .store import ParquetStore
+    from logscope.engines.store import ParquetStore
+    from logscope.ingest import Input, NoServerLines, read_inputs
+    from logscope.input import sources
+    from logscope.input.envelope import host_expr
 
     if not _is_url(path):
         sources.check(path)
@@ -305,7 +305,7 @@ def ingest_file(job: dict[str, Any]) -> dict[str, Any]:
     # a large file's tables are streamed to a private directory of the dataset, then
     # partitioned into it table by table (memory flat in the file's size); a small file's are
     # finished in memory, which is faster (a fleet is many small files)
-    from . import store
+    from logscope.engines import store
 
     spill: Path | None = Path(job["out"]) / f".ingest-{job['fhash']}-{os.getpid()}"
     size = _stat(job["path"])[0]
@@ -444,7 +444,7 @@ def ingest_to_dataset(paths: list[str] | tuple[str, ...] | str, out_dir: str | o
 
     Where the tasks run: ``scheduler=None`` (default) in a process pool of ``workers`` (default
     ``min(cpu count, chains)``; 1 runs in this process); else on Dask
-    (:func:`logscope.distributed.runner`): ``"local:N"`` (a ``LocalCluster`` of N worker
+    (:func:`logscope.fleet.distributed.runner`): ``"local:N"`` (a ``LocalCluster`` of N worker
     processes, started and closed here), ``"tcp://host:port"`` (an existing scheduler), a
     ``dask.distributed.Client``, or ``"processes"`` / ``"threads"`` (Dask's local schedulers).
     Workers must be able to read the logs and write ``out_dir`` (a shared filesystem on a
@@ -463,16 +463,17 @@ def ingest_to_dataset(paths: list[str] | tuple[str, ...] | str, out_dir: str | o
     """
     from contextlib import nullcontext
 
-    from .grammar import ENGINES
+    from logscope.classify.grammar import ENGINES
 
     if isinstance(paths, str):
         paths = [paths]
     if engine != "auto" and engine not in ENGINES:
         raise ValueError(f"unknown engine {engine!r}; choose auto, {', '.join(ENGINES)}")
     if scheduler is not None:
-        from .distributed import runner
+        from logscope.fleet.distributed import runner
 
-        where = runner(scheduler)  # a bad or unreachable scheduler fails before any work
+        # a bad or unreachable scheduler fails before any work
+        where = runner(scheduler, ingest_chain)
     else:
         where = nullcontext(lambda units: _local_map(units, workers))
     out = Path(out_dir).absolute()
@@ -489,8 +490,8 @@ def ingest_to_dataset(paths: list[str] | tuple[str, ...] | str, out_dir: str | o
 
 
 def _expand(paths: list[str]) -> list[str]:
-    """Local paths and globs as :func:`logscope.sources.expand`; fsspec URLs (globs too)."""
-    from . import sources
+    """Local paths and globs as :func:`logscope.input.sources.expand`; fsspec URLs (globs too)."""
+    from logscope.input import sources
 
     out: list[str] = []
     for p in paths:
@@ -515,7 +516,7 @@ def _glob(p: str) -> bool:
 
 def _ingest_locked(paths: list[str] | tuple[str, ...], out: Path, engine: str,
                    run: Any) -> dict[str, Any]:
-    from . import sources
+    from logscope.input import sources
 
     manifest = _load_manifest(out)
     files: dict[str, Any] = manifest.setdefault("files", {})
@@ -777,7 +778,7 @@ def scan(out_dir: str | os.PathLike, table: str, where: Any = None,
     only ``engine``, ``host``, ``date`` selects the parts by their directory names before any
     file is opened; other conditions are pushed into the scans. ``partitions=False`` leaves out
     the partition columns that the files do not hold themselves (``host``, ``date``; ``engine``
-    for ``requests``), giving the columns of :func:`logscope.read`'s table.
+    for ``requests``), giving the columns of :func:`logscope.input`'s table.
 
         >>> scan("ds/", "requests", "host = 'gpu3'").collect()  # doctest: +SKIP
     """
@@ -825,7 +826,7 @@ def _tables_of(out_dir: str | os.PathLike) -> list[str]:
     """:func:`tables_in`, or an ``InputError`` if ``out_dir`` is not a dataset."""
     if not Path(out_dir).is_dir() or (
             not (Path(out_dir) / MANIFEST).exists() and not tables_in(out_dir)):
-        from . import sources
+        from logscope.input import sources
 
         raise sources.InputError(f"{out_dir}: not a logscope dataset (no {MANIFEST})")
     return tables_in(out_dir)
@@ -835,8 +836,8 @@ _ORDER = {"requests": ("file", "run", "t_start", "task", "slot")}
 
 
 def load(out_dir: str | os.PathLike, where: Any = None):  # noqa: ANN201 - logscope.Logs
-    """The dataset (its rows matching ``where``) as the ``Logs`` of :func:`logscope.read`, for
-    ``report``, ``plot`` and ``compare``: the tables with the columns ``logscope.read`` gives
+    """The dataset (its rows matching ``where``) as the ``Logs`` of :func:`logscope.input`, for
+    ``report``, ``plot`` and ``compare``: the tables with the columns ``logscope.input`` gives
     them, in its row order (``file``, ``line``; requests by file, run, start), and one
     ``FileStats`` per log file (its ``lines``: the lines ingested, from the manifest). No log
     is read again.
@@ -846,8 +847,8 @@ def load(out_dir: str | os.PathLike, where: Any = None):  # noqa: ANN201 - logsc
     """
     import polars as pl
 
-    from .grammar import ENGINES
-    from .ingest import FileStats, Logs
+    from logscope.classify.grammar import ENGINES
+    from logscope.ingest import FileStats, Logs
 
     tables = {}
     for t in _tables_of(out_dir):

@@ -1,7 +1,7 @@
 """What logscope knows and how it read one line: the library behind ``logscope formats`` and
 ``logscope explain``.
 
-    >>> import logscope.catalog as cat
+    >>> import logscope.classify.catalog as cat
     >>> f = cat.formats()
     >>> f.filter(f["variant"] == "task_launch_b3761")["since"].item()
     'b3761'
@@ -14,10 +14,10 @@ from typing import Any
 
 import polars as pl
 
-from . import sources
-from .frontend import strip_line
-from .grammar import ENGINES, available_engines, load_grammar
-from .parse import EVENT, IGNORED, OTHER, UNRECOGNIZED, classify_line
+from logscope.classify.grammar import ENGINES, available_engines, load_grammar
+from logscope.classify.parse import EVENT, IGNORED, OTHER, UNRECOGNIZED, classify_line
+from logscope.input import sources
+from logscope.input.frontend import strip_line
 
 # a version token: llama.cpp build (b3761), a release (0.4.9.post6, 0.5.x), or now / +
 _VERSION = r"(?:b\d+|\d+(?:\.(?:\d+|x))+(?:\.?post\d+)?|now)"
@@ -155,7 +155,7 @@ def explain(path: str, line_no: int, engine: str = "auto") -> dict[str, Any]:
     is not an event or ignored line, ``diagnostics``: lark's verdict per engine tried (the
     engine it looks like first). A line holding glued vLLM records (which ingest splits) also
     has ``records``: the same verdict per record, the top-level one being the first record's.
-    Raises ``sources.InputError`` like ``logscope.read``.
+    Raises ``sources.InputError`` like ``logscope.input``.
     """
     if engine != "auto" and engine not in ENGINES:
         raise ValueError(f"unknown engine {engine!r}; choose auto, {', '.join(ENGINES)}")
@@ -176,7 +176,7 @@ def explain(path: str, line_no: int, engine: str = "auto") -> dict[str, Any]:
 
 
 def _split(text: str) -> list[str]:
-    from . import frontend
+    from logscope.input import frontend
 
     split = getattr(frontend, "split_records", None)
     return split(text) if split is not None else [text]
@@ -196,7 +196,7 @@ WHY = {
 def _explain_text(text: str, engines: list[str], outer: str | None = None) -> dict[str, Any]:
     """class, why, engine, kind, variant, format, prefix, envelope, fields and diagnostics of
     one stripped record."""
-    from .envelope import decode_prefix
+    from logscope.input.envelope import decode_prefix
 
     out: dict[str, Any] = {"class": "none", "engine": None, "kind": None, "variant": None,
                            "format": None, "prefix": None, "envelope": {}, "fields": {},

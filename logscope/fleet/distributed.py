@@ -1,6 +1,6 @@
 """Parse a fleet's logs with Dask: the parsing core mapped over byte ranges, assembled locally.
 
-    >>> from logscope.distributed import read_dask
+    >>> from logscope.fleet.distributed import read_dask
     >>> logs = read_dask(["logs/a.log", "logs/b.log"], scheduler="processes")  # doctest: +SKIP
 
 An optional extra (``pip install 'logscope[dask]'``). The expensive part of an ingest, turning
@@ -10,7 +10,7 @@ parsed by a Dask task (threads, processes, or the workers of a ``dask.distribute
 pass ``scheduler=client``). The tasks return narrow Polars frames; the driver puts them in
 order (``_row`` and line numbers) and runs the engine models (:func:`logscope.ingest.assemble`),
 which need a file's rows together (continuation lines, server runs, clocks, requests). The
-frames equal those of :func:`logscope.read` on the same files (tested).
+frames equal those of :func:`logscope.input` on the same files (tested).
 
 Why Dask rather than Ray Data: Dask is pure Python and a few megabytes, runs in-process with no
 daemon (good on a 2-core box and in tests), and the same graph runs on a cluster through
@@ -33,8 +33,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from . import sources
-from .ingest import Batch, FileStats, Logs, assemble, parse_batch
+from logscope.ingest import Batch, FileStats, Logs, assemble, parse_batch
+from logscope.input import sources
 
 BLOCK_BYTES = 64 * 2**20  # one Dask task parses about this many bytes
 
@@ -154,7 +154,7 @@ def parse_block(block: Block, engines: list[str] | None = None,
 def read_dask(paths: list[str] | tuple[str, ...] | str, engine: str = "auto", *,
               block_bytes: int = BLOCK_BYTES, scheduler: Any = "processes",
               window: int | None = None) -> Logs:
-    """Ingest ``paths`` like :func:`logscope.read`, parsing byte ranges as Dask tasks: the path
+    """Ingest ``paths`` like :func:`logscope.input`, parsing byte ranges as Dask tasks: the path
     for one huge file (a fleet of files goes to a dataset: ``ingest --dataset --scheduler``).
 
     ``scheduler`` is any Dask scheduler: ``"processes"`` (default), ``"threads"``,
@@ -170,7 +170,7 @@ def read_dask(paths: list[str] | tuple[str, ...] | str, engine: str = "auto", *,
     ``requests`` from a file's whole event tables — needs all of them, and the returned
     ``Logs`` is those frames, so the driver holding them is the contract of this function. To
     keep a fleet's frames off the driver, write them to a dataset from the workers
-    (:func:`logscope.dataset.ingest_to_dataset` with ``scheduler=``).
+    (:func:`logscope.fleet.dataset.ingest_to_dataset` with ``scheduler=``).
 
         >>> logs = read_dask("logs/**/*.log", scheduler="threads")  # doctest: +SKIP
     """
@@ -178,7 +178,7 @@ def read_dask(paths: list[str] | tuple[str, ...] | str, engine: str = "auto", *,
         import dask  # noqa: F401 - fail early without the extra
     except ImportError as e:  # pragma: no cover - the extra is not installed
         raise ImportError("read_dask needs Dask: pip install 'logscope[dask]'") from e
-    from .grammar import ENGINES, available_engines
+    from logscope.classify.grammar import ENGINES, available_engines
 
     if isinstance(paths, str):
         paths = [paths]
@@ -260,9 +260,11 @@ CONNECT_TIMEOUT = "10s"
 
 
 @contextmanager
-def runner(scheduler: Any) -> Iterator[Callable[[list], Iterator[Any]]]:
-    """A function that runs :func:`logscope.dataset.ingest_chain` over units of work on
-    ``scheduler`` and yields their results as they complete (the driver merges them).
+def runner(scheduler: Any, work: Callable[[Any], Any]
+           ) -> Iterator[Callable[[list], Iterator[Any]]]:
+    """A function that runs ``work`` (:func:`logscope.fleet.dataset.ingest_chain`) over units
+    of work on ``scheduler`` and yields their results as they complete (the driver merges
+    them).
 
     ``scheduler``: ``"local:N"`` (a ``dask.distributed.LocalCluster`` of N worker processes,
     one thread each, created here and closed on exit), ``"tcp://host:port"`` (or any
@@ -271,11 +273,9 @@ def runner(scheduler: Any) -> Iterator[Callable[[list], Iterator[Any]]]:
     ``"synchronous"``. Raises :class:`SchedulerError` for a missing package, a malformed value
     or an unreachable scheduler, before any work is sent.
 
-        >>> with runner("local:2") as run:                        # doctest: +SKIP
+        >>> with runner("local:2", ingest_chain) as run:          # doctest: +SKIP
         ...     records = list(run([[job_a], [job_b, job_b1]]))
     """
-    from .dataset import ingest_chain
-
     if isinstance(scheduler, str) and scheduler in LOCAL_SCHEDULERS:
         try:
             import dask
@@ -284,7 +284,7 @@ def runner(scheduler: Any) -> Iterator[Callable[[list], Iterator[Any]]]:
                 f"--scheduler {scheduler} needs Dask: pip install 'logscope[dask]'") from e
 
         def local(units: list) -> Iterator[Any]:
-            tasks = [dask.delayed(ingest_chain, pure=False)(u) for u in units]
+            tasks = [dask.delayed(work, pure=False)(u) for u in units]
             yield from dask.compute(*tasks, scheduler=scheduler)
 
         yield local
@@ -294,7 +294,7 @@ def runner(scheduler: Any) -> Iterator[Callable[[list], Iterator[Any]]]:
         def on_cluster(units: list) -> Iterator[Any]:
             from distributed import as_completed
 
-            futures = client.map(ingest_chain, units, pure=False)
+            futures = client.map(work, units, pure=False)
             try:
                 for fut in as_completed(futures, loop=client.loop):
                     yield fut.result()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from .engines import same_dtypes
+from logscope.engines import same_dtypes
 
 WRAP_TS = "wrap_ts"  # the rows' wrapper timestamp (UTC), decoded from their prefix (envelope.py)
 WRAP_TS_DTYPE = pl.Datetime("us", "UTC")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import polars as pl
 
-from .ingest import Logs
+from logscope.ingest import Logs
 
 
 def _pct(s: pl.Series) -> str:
@@ -21,7 +21,7 @@ DRIFT_GROUPS = 5  # shapes of unrecognized lines shown in the summary
 
 
 def _drift_lines(logs: Logs) -> list[str]:
-    from .drift import group_unrecognized
+    from logscope.classify.drift import group_unrecognized
 
     unrec = logs.get("unrecognized")
     if unrec is None or unrec.height == 0:
@@ -93,7 +93,7 @@ def render(logs: Logs) -> str:
 def headline_lines(logs: Logs) -> list[str]:
     """The headline figures, each from its one definition (:mod:`logscope.analysis.metrics`),
     formatted as ``report``, ``compare`` and ``card`` print them."""
-    from .analysis.metrics import fmt_figure, headline_figures
+    from logscope.analysis.metrics import fmt_figure, headline_figures
 
     h = headline_figures(logs)
     out = []
@@ -125,11 +125,11 @@ def json_summary(logs: Logs) -> dict:
 
         json_summary(logscope.read("server.log"))["headline"]["decode_tps"]["value"]
     """
-    from .analysis.metrics import headline_figures
-    from .analysis.report import _round_obj
+    from logscope.analysis.metrics import headline_figures
+    from logscope.analysis.report import _round_obj
 
     s = dict(logs.summary())
-    from .analysis.metrics import sig
+    from logscope.analysis.metrics import sig
 
     h = headline_figures(logs)
     s["headline"] = {k: _round_obj(v) for k, v in h.items()}

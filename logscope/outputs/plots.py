@@ -213,9 +213,14 @@ def plot_compare(logs_list, labels=None, verdicts: list[dict] | None = None) -> 
 
 def plot_decode(logs_list, labels=None) -> Figure:
     """Decode: t/s over time (tg_3s per slot, server windows), vs depth, and aggregate; every
-    point coloured by the concurrency state it was measured in (logscope.plot_states: alone
+    point coloured by the concurrency state it was measured in (logscope.outputs.plot_states: alone
     on the GPU, beside a prefill, k decoding), one marker shape per log."""
-    from logscope.plot_states import aggregate_points, colors_for, request_points, window_points
+    from logscope.outputs.plot_states import (
+        aggregate_points,
+        colors_for,
+        request_points,
+        window_points,
+    )
 
     logs_list, names = _as_list(logs_list, labels)
     fig = Figure(figsize=(14, 5.6), dpi=100, layout="constrained")
@@ -542,7 +547,7 @@ def card(logs, label: str | None = None, verdicts: list[dict] | None = None) -> 
                          fontsize=10)
         panels.append(("prefill", draw_prefill))
     else:
-        from logscope.plot_states import colors_for, window_points
+        from logscope.outputs.plot_states import colors_for, window_points
 
         win = window_points(logs, name).filter(pl.col("source") != "llama:tg_3s")
         if win.height >= 2:
@@ -564,7 +569,7 @@ def card(logs, label: str | None = None, verdicts: list[dict] | None = None) -> 
         left_out.append(f"prefill curve: {pts.height} prefill stretch(es) of >= {MIN_TOKENS} "
                         "tokens (2 needed)")
 
-    from logscope.plot_states import colors_for, request_points
+    from logscope.outputs.plot_states import colors_for, request_points
 
     dr = request_points(logs, name).filter(pl.col("depth") > 0)
     t3 = decode_windows(logs, name).filter(pl.col("source") == "llama:tg_3s")
@@ -697,7 +702,7 @@ def card(logs, label: str | None = None, verdicts: list[dict] | None = None) -> 
     if not p["message"]:
         hl.append(f"retracts {p['retracted']}, preemptions {p['preempted']}, other events "
                   f"{sum(v for k, v in p['events'].items() if k not in ('retract', 'preempt'))}")
-    from logscope.telemetry.report import card_lines
+    from logscope.analysis.energy import card_lines
     hl += card_lines(h.get("energy"))  # GPU telemetry given (docs/energy.md)
     from logscope.analysis.findings import findings
     found = findings(logs)

@@ -124,7 +124,7 @@ def decode_frame(df: pl.DataFrame, prefix: str = "prefix") -> pl.DataFrame:
 
 
 def _rx(regex: str) -> re.Pattern[str]:
-    from .frontend import py_compiled
+    from logscope.input.frontend import py_compiled
 
     return py_compiled(regex)
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from .parse import IGNORED, OTHER, UNRECOGNIZED, parse_raw_line
+from logscope.classify.parse import IGNORED, OTHER, UNRECOGNIZED, parse_raw_line
 
 NOT_EVENTS = (IGNORED, OTHER, UNRECOGNIZED)
 MAX_TRIES = 200  # unrecognized lines tried per block; a log past this is not a wrapped paste
