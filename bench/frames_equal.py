@@ -4,7 +4,7 @@
     python bench/frames_equal.py --base 5bf3cc1 bench/data/llama-server-100mb-seed1.log ...
     python bench/frames_equal.py --base 5bf3cc1 --fixtures
 
-Checks out ``--base`` into a temporary git worktree, runs ``logscope.input`` on each log there and
+Checks out ``--base`` into a temporary git worktree, runs ``logscope.read`` on each log there and
 here (each in its own process, the base's frames passed as Parquet), and compares every table
 with ``polars.testing.assert_frame_equal`` (exact, values and order), then the ``--json``
 summary. Dtype changes are listed apart (the values are compared as strings for a String that

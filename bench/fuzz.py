@@ -1,4 +1,4 @@
-"""Fuzz ``logscope.input`` with a million mutated lines (issue 7): no crash, no hang, counts add up.
+"""Fuzz ``logscope.read`` with a million mutated lines (issue 7): no crash, no hang, counts add up.
 
     python bench/fuzz.py                      # 1,000,000 lines, batches of 20,000, seed 7
     python bench/fuzz.py --lines 200000 --seed 3 --batch 10000 --timeout 120
@@ -9,7 +9,7 @@ other fixture log (llama-server eras, SGLang, vLLM), shuffled, and about half of
 with the menu of ``tests/test_hostile_input.py`` (cut at a random point, random bytes, NUL,
 invalid UTF-8, CR/CRLF, ANSI codes, long lines, numbers out of range, wrapper prefixes,
 another engine's line, a flipped bit), plus random text and random byte lines, and a few
-lines of 10 MB. Each batch is written to a temp file and ingested with ``logscope.input`` in a
+lines of 10 MB. Each batch is written to a temp file and ingested with ``logscope.read`` in a
 worker process with a time limit (a batch over the limit is a hang). A batch passes when
 ``read`` returns or raises a documented error (``NoServerLines``, ``InputError``), the summary
 has exactly as many lines as the file, and ``events + ignored + unrecognized == records``

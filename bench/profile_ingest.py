@@ -3,7 +3,7 @@
 
     python bench/profile_ingest.py LOG [--engine auto] [--tree DIR]
 
-Reads the log in the blocks ``logscope.input`` uses, parses them one after another in this thread,
+Reads the log in the blocks ``logscope.read`` uses, parses them one after another in this thread,
 then runs the engine models over the parsed batches, timing each stage with the process's CPU
 clock (``time.process_time``: Polars' own threads included). Prints a table of CPU seconds per
 stage (nested stages indented; a stage's time includes its children's). On a shared, loaded

@@ -548,7 +548,7 @@ print(json.dumps({"wall": wall, "lines": getattr(logs, "lines", None),
 
 
 def memory_child(path: Path, engine: str) -> dict:
-    """One ``logscope.input`` in a fresh child that reports its own memory (see ``MEM_CHILD``)."""
+    """One ``logscope.read`` in a fresh child that reports its own memory (see ``MEM_CHILD``)."""
     p = subprocess.run([sys.executable, "-c", MEM_CHILD, str(path), engine],
                        capture_output=True, text=True, cwd=ROOT)
     if p.returncode != 0:
@@ -826,7 +826,7 @@ def bench_engine(engine: str, mb: float, seed: int, lark_n: int) -> dict | None:
 
 
 def profile(engine: str, mb: float, seed: int, out: str) -> int:
-    """Profile one ``logscope.input`` of the generated log (in this process, grammar preloaded)."""
+    """Profile one ``logscope.read`` of the generated log (in this process, grammar preloaded)."""
     import logscope
     from logscope.classify.grammar import load_grammar
 

@@ -228,7 +228,7 @@ def _log_rows(ds, table: str, part_hash: str) -> pl.DataFrame:
 
 
 def _assert_log_is_read(ds, log, label, part_hash):
-    """The dataset holds every line of ``log`` once, numbered as ``logscope.input`` numbers the
+    """The dataset holds every line of ``log`` once, numbered as ``logscope.read`` numbers the
     whole file, under the ``file`` label ``label`` (the path the log was first ingested under)."""
     full = logscope.read(str(log))
     assert full["lines_classified"].height > 0

@@ -1,4 +1,4 @@
-"""The Dask integration: byte ranges parsed as tasks give the frames of ``logscope.input``; and
+"""The Dask integration: byte ranges parsed as tasks give the frames of ``logscope.read``; and
 the streamed ingest gives the same frames whatever its block size."""
 
 from __future__ import annotations

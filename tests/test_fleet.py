@@ -293,7 +293,7 @@ def test_report_dataset_missing_dir_and_where_alone(tmp_path):
 
 def test_read_dask_on_the_cluster_equals_read(client, tmp_path):
     """One big file's byte ranges parsed on the cluster, modelled in order on the driver with
-    at most ``window`` parsed ranges waiting: the frames of ``logscope.input``."""
+    at most ``window`` parsed ranges waiting: the frames of ``logscope.read``."""
     from logscope.fleet.distributed import read_dask
 
     big = tmp_path / "big.log"

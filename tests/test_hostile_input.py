@@ -1,7 +1,7 @@
-"""Hostile input (issue 7): random and mutated lines never crash ``logscope.input`` and every line
+"""Hostile input (issue 7): random and mutated lines never crash ``logscope.read`` and every line
 is accounted for.
 
-Whatever the bytes, ``logscope.input`` returns frames or raises one of the documented errors
+Whatever the bytes, ``logscope.read`` returns frames or raises one of the documented errors
 (``NoServerLines``, ``InputError``), and the summary's ``events + ignored + unrecognized`` equals
 ``lines``, which is the number of physical lines of the input (``\\n``-separated, the last one
 possibly unterminated). ``bench/fuzz.py`` runs the same mutations over a million lines.

@@ -301,7 +301,7 @@ def _passive(logs, label: str | None) -> pl.DataFrame:
 
 def side_by_side(logs, bench: pl.DataFrame, label: str | None = None) -> pl.DataFrame:
     """Per active test of ``bench`` (from :func:`read_bench`): the active t/s, the passive t/s
-    of the same test bucket in ``logs`` (a :func:`logscope.input` result), Δ % and n.
+    of the same test bucket in ``logs`` (a :func:`logscope.read` result), Δ % and n.
 
     Columns: ``test`` (with the varying configuration in brackets), ``active_tps``,
     ``active_std``, ``active_n`` (repetitions, where the format says), ``passive_tps``,

@@ -155,7 +155,7 @@ def explain(path: str, line_no: int, engine: str = "auto") -> dict[str, Any]:
     is not an event or ignored line, ``diagnostics``: lark's verdict per engine tried (the
     engine it looks like first). A line holding glued vLLM records (which ingest splits) also
     has ``records``: the same verdict per record, the top-level one being the first record's.
-    Raises ``sources.InputError`` like ``logscope.input``.
+    Raises ``sources.InputError`` like ``logscope.read``.
     """
     if engine != "auto" and engine not in ENGINES:
         raise ValueError(f"unknown engine {engine!r}; choose auto, {', '.join(ENGINES)}")

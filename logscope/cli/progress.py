@@ -38,7 +38,7 @@ def stderr_is_tty() -> bool:
 
 
 class IngestProgress:
-    """A ``progress(bytes_done, bytes_total)`` callable for :func:`logscope.input`, and a
+    """A ``progress(bytes_done, bytes_total)`` callable for :func:`logscope.read`, and a
     context manager that erases the bar on exit.
 
     ``console`` (a rich Console) and ``clock`` are for tests: with a console the bar is shown

@@ -1,4 +1,4 @@
-"""Where an ingest keeps its tables while it runs: in memory (``logscope.input``), or on disk as
+"""Where an ingest keeps its tables while it runs: in memory (``logscope.read``), or on disk as
 Parquet (``logscope.read(..., out=DIR)``, ``logscope ingest --out DIR``).
 
 The assembler hands a store each batch's part of every table as it is made (``add``), takes a

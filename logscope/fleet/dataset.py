@@ -210,8 +210,8 @@ def read_part(path: str, start_byte: int = 0, start_line: int = 0, engine: str =
     ``start_line + 1`` (the part of a grown file); ``run`` is shifted by ``run_offset``.
     ``path`` is a local path or an fsspec URL (``s3://bucket/host/server.log``).
 
-    Built on ``logscope.ingest.read_inputs`` (streamed in blocks, as ``logscope.input``), so the
-    frames are those of ``logscope.input`` for the same lines. Returns the tables (lazy frames,
+    Built on ``logscope.ingest.read_inputs`` (streamed in blocks, as ``logscope.read``), so the
+    frames are those of ``logscope.read`` for the same lines. Returns the tables (lazy frames,
     read one at a time where they are written), the byte offset of the end of the last complete
     line, the number of lines, the host and the per-file stats. With ``spill`` (a directory) the
     tables are streamed there as they are made (``logscope.read(..., out=...)``), so memory
@@ -778,7 +778,7 @@ def scan(out_dir: str | os.PathLike, table: str, where: Any = None,
     only ``engine``, ``host``, ``date`` selects the parts by their directory names before any
     file is opened; other conditions are pushed into the scans. ``partitions=False`` leaves out
     the partition columns that the files do not hold themselves (``host``, ``date``; ``engine``
-    for ``requests``), giving the columns of :func:`logscope.input`'s table.
+    for ``requests``), giving the columns of :func:`logscope.read`'s table.
 
         >>> scan("ds/", "requests", "host = 'gpu3'").collect()  # doctest: +SKIP
     """
@@ -836,8 +836,8 @@ _ORDER = {"requests": ("file", "run", "t_start", "task", "slot")}
 
 
 def load(out_dir: str | os.PathLike, where: Any = None):  # noqa: ANN201 - logscope.Logs
-    """The dataset (its rows matching ``where``) as the ``Logs`` of :func:`logscope.input`, for
-    ``report``, ``plot`` and ``compare``: the tables with the columns ``logscope.input`` gives
+    """The dataset (its rows matching ``where``) as the ``Logs`` of :func:`logscope.read`, for
+    ``report``, ``plot`` and ``compare``: the tables with the columns ``logscope.read`` gives
     them, in its row order (``file``, ``line``; requests by file, run, start), and one
     ``FileStats`` per log file (its ``lines``: the lines ingested, from the manifest). No log
     is read again.

@@ -10,7 +10,7 @@ parsed by a Dask task (threads, processes, or the workers of a ``dask.distribute
 pass ``scheduler=client``). The tasks return narrow Polars frames; the driver puts them in
 order (``_row`` and line numbers) and runs the engine models (:func:`logscope.ingest.assemble`),
 which need a file's rows together (continuation lines, server runs, clocks, requests). The
-frames equal those of :func:`logscope.input` on the same files (tested).
+frames equal those of :func:`logscope.read` on the same files (tested).
 
 Why Dask rather than Ray Data: Dask is pure Python and a few megabytes, runs in-process with no
 daemon (good on a 2-core box and in tests), and the same graph runs on a cluster through
@@ -154,7 +154,7 @@ def parse_block(block: Block, engines: list[str] | None = None,
 def read_dask(paths: list[str] | tuple[str, ...] | str, engine: str = "auto", *,
               block_bytes: int = BLOCK_BYTES, scheduler: Any = "processes",
               window: int | None = None) -> Logs:
-    """Ingest ``paths`` like :func:`logscope.input`, parsing byte ranges as Dask tasks: the path
+    """Ingest ``paths`` like :func:`logscope.read`, parsing byte ranges as Dask tasks: the path
     for one huge file (a fleet of files goes to a dataset: ``ingest --dataset --scheduler``).
 
     ``scheduler`` is any Dask scheduler: ``"processes"`` (default), ``"threads"``,

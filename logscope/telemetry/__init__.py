@@ -30,7 +30,7 @@ def read_with_telemetry(paths: list[str] | tuple[str, ...] | str, engine: str = 
                         telemetry: list[str] | None = None, fields: list[str] | None = None,
                         start_time: float | str | None = None, gpus: list[int] | None = None,
                         net_of_idle: bool = False) -> Any:
-    """``logscope.input`` of the server logs among ``paths``, joined to the telemetry files among
+    """``logscope.read`` of the server logs among ``paths``, joined to the telemetry files among
     them (and in ``telemetry``): tables ``gpu_samples``, ``energy_runs`` and the requests'
     energy columns (null without telemetry). Several log files: each is joined to its own
     telemetry and its clock placed alone (:func:`logscope.telemetry.pairing.join_files`;
@@ -63,7 +63,7 @@ READ_OPTIONS = ("out", "on_table", "progress", "chunk_bytes")  # logscope.ingest
 
 
 def read(paths: list[str] | tuple[str, ...] | str, engine: str = "auto", **options: Any) -> Any:
-    """``logscope.input``: server logs only, as before, unless telemetry is among ``paths`` (or
+    """``logscope.read``: server logs only, as before, unless telemetry is among ``paths`` (or
     given as ``telemetry=[...]``); then :func:`read_with_telemetry`."""
     from logscope.ingest import read as read_logs
     from logscope.telemetry.pairing import split_args
