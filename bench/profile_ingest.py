@@ -28,7 +28,9 @@ if "--tree" in sys.argv:
     del sys.argv[i:i + 2]
 sys.path.insert(0, str(ROOT))
 
-from logscope import frontend, ingest, parse, sources  # noqa: E402
+from logscope import ingest  # noqa: E402
+from logscope.classify import parse  # noqa: E402
+from logscope.input import frontend, sources  # noqa: E402
 
 ACC: dict[str, float] = collections.defaultdict(float)
 CALLS: collections.Counter[str] = collections.Counter()
