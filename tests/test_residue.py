@@ -49,3 +49,24 @@ def test_wrapped_record_rejoined_and_ray_suffix_counted(tmp_path):
     assert st["running_reqs"].to_list() == [38, 4]
     f = logs.files[0]
     assert (f.unrecognized, f.rejoined, f.folded, f.folded_lines) == (0, [1], 3, 1)
+
+
+def test_a_record_whose_first_half_alone_is_unrecognized_is_rejoined():
+    """A long vLLM ``SpecDecoding metrics`` line cut anywhere by a terminal: where the cut
+    leaves the first half unrecognized and the rest with no anchor (no event, no alarm of its
+    own), the first half is joined to the next line. Every cut point keeps the record."""
+    import polars as pl
+
+    from logscope.ingest import parse_batch
+
+    pre = "2026-08-01T10:00:20.123456789Z (APIServer pid=1) INFO 08-01 10:00:20 [metrics.py:101] "
+    line = (pre + "SpecDecoding metrics: Mean acceptance length: 2.40, Accepted throughput: "
+            "52.40 tokens/s, Drafted throughput: 112.20 tokens/s, Accepted: 524 tokens, "
+            "Drafted: 1122 tokens, Per-position acceptance rate: 0.748, 0.431, 0.222, Avg Draft "
+            "acceptance rate: 46.7%")
+    for cut in range(len(pre) + 30, len(line) - 3, 3):
+        b = parse_batch(pl.Series([line[:cut], line[cut:]]), "x.log", ["vllm"])
+        sd = b.fields.get("vllm", {}).get("spec_decoding")
+        assert sd is not None and sd.height == 1, line[cut:cut + 20]
+        assert sum(u.height for u in b.unrecognized.values()) == 0, line[cut:cut + 20]
+        assert b.rejoined == [1]

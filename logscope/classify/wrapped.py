@@ -8,7 +8,10 @@ anchor and matches no format (an alarm); the first half alone loses the figures 
 A line is joined to the one before it when all of these hold: it is unrecognized; the one before it
 is 60 to 512 characters long (a terminal's width) and it is at most 512; the two
 joined (with nothing between them, as a terminal cuts, or with one space, as an editor's
-word wrap does) make an event; and that event has more fields than the first line alone. The
+word wrap does) make an event; and that event has more fields than the first line alone. When
+the unrecognized line is the *first* half (its cut made it match no format, and the rest, on the
+next line, carries no anchor and is no event of its own), it is joined to the next line on the
+same conditions. The
 joined record takes the first line's number; the second line is left empty (counted with the
 ignored lines) and the pair is reported as rejoined, so nothing is lost or counted twice.
 Only the few unrecognized lines are tried, one by one, so the cost is nil on a clean log. A
@@ -50,20 +53,36 @@ def rejoin(raw: pl.Series, at: list[int], engines: list[str]) -> tuple[pl.Series
     out = raw.to_list()
     joined: list[int] = []
     for i in at[:MAX_TRIES]:
-        if (i < 1 or (joined and joined[-1] == i - 1) or not out[i]
-                or not MIN_WIDTH <= len(out[i - 1].rstrip("\r\n")) <= MAX_WIDTH
-                or len(out[i]) > MAX_WIDTH):
+        if not out[i] or len(out[i]) > MAX_WIDTH:
             continue
-        first = _fields(out[i - 1], engines)
-        for sep in ("", " "):
-            whole = _fields(out[i - 1].rstrip("\r\n") + sep + out[i].lstrip(), engines)
-            if whole is not None and (first is None or (first[:2] == whole[:2]
-                                                        and whole[2] > first[2])):
-                out[i - 1] = out[i - 1].rstrip("\r\n") + sep + out[i].lstrip()
-                out[i] = ""
-                joined.append(i - 1)
-                break
+        if (i >= 1 and not (joined and joined[-1] == i - 1)
+                and MIN_WIDTH <= len(out[i - 1].rstrip("\r\n")) <= MAX_WIDTH
+                and _join(out, i - 1, engines, _fields(out[i - 1], engines))):
+            joined.append(i - 1)
+        elif _first_half(out, i, engines) and _join(out, i, engines, None):
+            joined.append(i)   # the unrecognized line is the first half, the next the rest
     return pl.Series(raw.name, out, dtype=pl.String), joined
+
+
+def _first_half(out: list[str], i: int, engines: list[str]) -> bool:
+    """``out[i]`` may be a record's first half: a terminal's width, and the next line, no event
+    of its own, may be the rest."""
+    return (i + 1 < len(out) and bool(out[i + 1]) and len(out[i + 1]) <= MAX_WIDTH
+            and len(out[i].rstrip("\r\n")) >= MIN_WIDTH
+            and _fields(out[i + 1], engines) is None)
+
+
+def _join(out: list[str], i: int, engines: list[str], first: tuple | None) -> bool:
+    """Join ``out[i]`` and ``out[i + 1]`` in place when that makes a fuller event than
+    ``first`` (the first line's own event, None when it is none)."""
+    for sep in ("", " "):
+        text = out[i].rstrip("\r\n") + sep + out[i + 1].lstrip()
+        whole = _fields(text, engines)
+        if whole is not None and (first is None or (first[:2] == whole[:2]
+                                                    and whole[2] > first[2])):
+            out[i], out[i + 1] = text, ""
+            return True
+    return False
 
 
 __all__ = ["rejoin"]
