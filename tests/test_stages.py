@@ -5,6 +5,7 @@ also one inside a function). The order is docs/internals.md's table."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -110,3 +111,27 @@ def test_the_checker_sees_a_late_import():
     """A module of an early stage importing an analysis would be caught."""
     assert stage("logscope.input.sources") < stage("logscope.analysis.report")
     assert "logscope.analysis.concurrency" in GRAPH["logscope.analysis.metrics"]
+
+
+def test_each_stage_folder_says_what_enters_leaves_and_it_may_import():
+    """docs/internals.md promises it of every folder's ``__init__.py``."""
+    quiet = []
+    for name in STAGES:
+        init = PKG / name / "__init__.py"
+        if not init.exists():  # a stage that is one module (ingest.py)
+            assert (PKG / f"{name}.py").exists(), f"stage {name}: no logscope/{name}/ nor .py"
+            continue
+        doc = ast.get_docstring(ast.parse(init.read_text())) or ""
+        quiet += [f"logscope/{name}/__init__.py: no {key!r}"
+                  for key in ("Enters:", "Leaves:", "May import:") if key not in doc]
+    assert not quiet, "\n".join(quiet)
+
+
+def test_internals_table_is_the_stage_order():
+    """The table that opens docs/internals.md lists the stages in the order checked here."""
+    text = (PKG.parent / "docs" / "internals.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| (\d+)\. (\w+) \| `(logscope/[\w/.]+)` \|", text, flags=re.M)
+    assert [name for _, name, _ in rows] == STAGES
+    assert [int(n) for n, _, _ in rows] == list(range(1, len(STAGES) + 1))
+    for _, name, where in rows:
+        assert (PKG.parent / where).exists(), f"docs/internals.md: {name} is at {where}?"

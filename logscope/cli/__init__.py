@@ -1,8 +1,13 @@
 """The ``logscope`` command line: one module per command group, each a thin layer over the API.
 
+Enters: the command line. Leaves: what the stages before it print, write or plot.
+
 Commands are registered lazily (by module name) so ``logscope --help`` does not import Polars.
 User errors are ``click.ClickException`` (exit 1) or ``UsageError`` (exit 2); ``--debug`` shows
 the traceback of an unexpected error instead of the one-line message.
+
+May import: every stage (the last one); the facade :mod:`logscope` imports nothing from it
+but ``__main__``.
 """
 
 from __future__ import annotations

@@ -1,5 +1,10 @@
 """Engine models: turn one engine's classified rows into its frames, batch by batch.
 
+Enters: one engine's classified rows and their kinds' field frames
+(:func:`logscope.classify.parse.classify`), batch by batch. Leaves: that engine's tables (one
+per event kind, ``requests``) with server runs and wall clocks (:mod:`~logscope.engines.clock`),
+held while they are made in a store (:mod:`~logscope.engines.store`: memory, or Parquet).
+
 The parsing core hands each engine its rows one batch (about 16 MiB of log) at a time, in input
 order, so the working memory does not grow with the log: a model is a *stream* that carries,
 from one batch to the next, only the small state its window computations need (the last
@@ -20,6 +25,9 @@ continuation header of each file, the run counters, the last task launched on ea
   ``derived(tables)`` builds the tables made from the finished ones (``requests``). One table
   at a time: a streamed ingest (``read(..., out=DIR)``) holds only the table being finished,
   and gives ``derived`` lazy scans of the written ones.
+
+May import: :mod:`logscope.input` and :mod:`logscope.classify` (the stages before it; the
+models need neither today).
 """
 
 from __future__ import annotations

@@ -1,6 +1,10 @@
 """Follow a live log: ``tail -F`` done right, fed line by line through the same compiled grammar
 patterns as batch ingest (:func:`logscope.classify.parse.parse_raw_line`).
 
+Enters: a live log file (or a replay ``from_start``), line by line. Leaves: events as dicts
+(below), the live state of each run (:mod:`~logscope.follow.state`), Prometheus metrics
+(:mod:`~logscope.follow.metrics`) and the terminal view (:mod:`~logscope.follow.view`).
+
 >>> for ev in logscope.follow.events("server.log", from_start=True):   # doctest: +SKIP
 ...     print(ev["kind"], ev["line"], ev.get("tg_3s"))
 
@@ -17,6 +21,10 @@ end of a file.
 ``ignored`` lines (known, not an event) and lines of no engine are skipped unless
 ``include_ignored`` (then they come as kind ``ignored`` / ``other``); ``unrecognized`` lines
 (an engine's anchor, no known format) are always events.
+
+May import: every stage before it (:mod:`logscope.input` … :mod:`logscope.outputs`); it uses
+the per-line classifier, a batch ingest to count the runs already in a file, and the
+concurrency states.
 """
 
 from __future__ import annotations

@@ -7,5 +7,5 @@ Leaves: text, JSON, images, query results.
 * :mod:`~logscope.outputs.plots` and :mod:`~logscope.outputs.plot_states`: the figures.
 * :mod:`~logscope.outputs.sql`: ``logscope sql`` (DuckDB-style SQL over the tables).
 
-May import: every stage before it (read … analysis).
+May import: every stage before it (input … analysis).
 """

@@ -1,5 +1,10 @@
 """GPU telemetry beside a server log: ``gpu_samples`` and energy per request (docs/energy.md).
 
+Enters: nvidia-smi files (``--query-gpu`` CSV, ``dmon``) beside the logs, and the tables of
+:func:`logscope.ingest.read`. Leaves: ``gpu_samples``, ``energy_runs`` and the requests' energy
+columns (:mod:`~logscope.telemetry.energy`), each log joined to its own files
+(:mod:`~logscope.telemetry.pairing`); :func:`read` is ``logscope.read``.
+
 Telemetry files are given among the log inputs; :func:`split_inputs` tells them apart by their
 first lines (``nvidia-smi --query-gpu ... --format=csv`` or ``nvidia-smi dmon`` output), so the
 server-log reader never sees them.
@@ -9,6 +14,9 @@ server-log reader never sees them.
     >>> logs = read_with_telemetry([d + ".log", d + ".smi.csv"])
     >>> logs["gpu_samples"].height, logs["energy_runs"]["clock_offset_source"].item()
     (253, 'estimated')
+
+May import: :mod:`logscope.input`, :mod:`logscope.classify`, :mod:`logscope.engines`,
+:mod:`logscope.ingest`, :mod:`logscope.fleet` (the stages before it).
 """
 
 from __future__ import annotations
