@@ -32,6 +32,7 @@ from logscope.analysis._util import (
     table,
     with_time,
 )
+from logscope.analysis.windows import DECODE_LOG_INTERVAL
 
 
 def acceptance_requests(logs, label: str | None = None) -> pl.DataFrame:
@@ -139,10 +140,6 @@ def acceptance_per_position(logs, label: str | None = None) -> pl.DataFrame:
     return pl.concat(parts)
 
 
-#: forward steps between two SGLang ``Decode batch`` lines (``decode_log_interval``, default 40)
-SGLANG_LOG_INTERVAL = 40
-
-
 def acceptance_units(logs) -> pl.DataFrame:
     """What the pooled acceptance figures sum over, one row per unit.
 
@@ -181,7 +178,7 @@ def acceptance_units(logs) -> pl.DataFrame:
     parts = []
     db = table(logs, "decode_batch")
     if db is not None and col(db, "accept_len", "accept_rate") and "running_req" in db.columns:
-        steps = pl.col("running_req").cast(pl.Float64) * SGLANG_LOG_INTERVAL
+        steps = pl.col("running_req").cast(pl.Float64) * DECODE_LOG_INTERVAL
         parts.append(db.filter(pl.col("running_req") > 0).select(
             (col_or_null(db, "accept_rate", pl.Float64) * steps).alias("accepted"),
             pl.when(col_or_null(db, "accept_rate").is_not_null()).then(steps).alias("drafted"),
