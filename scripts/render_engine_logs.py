@@ -82,26 +82,47 @@ def render(src: str, name: str) -> None:
         pooled = (float(d["gen_tokens"].sum()) / st, k_spec)   # for requests that printed none
         for f, r, s_, t, *_x, ml in d.rows():
             spec[(str(f), r, s_, t)] = (ml, k_spec)
-    streams = []   # (d0, d1, times, cum, tokens per step, drafted per step)
+    streams = []   # (d0, d1, times, cum, tokens per step, drafted per step, context at d0)
     for r in ph.filter(ph["d0"].is_not_null()).iter_rows(named=True):
         key = (r["file"], r["run"], r["slot"], r["task"])
         t, n = _curve(ticks, key, r["d0"], r["d1"], r["gen_tokens"])
         if len(t) >= 2:
             ml, dps = spec.get(key, pooled) if spec else (1.0, 0.0)
-            streams.append((r["d0"], r["d1"], t, n, ml, dps))
-    prompts = [(r["p0"], r["p1"], *meta.get((r["file"], r["run"], r["slot"], r["task"]),
-                                            (None, None)))
-               for r in ph.iter_rows(named=True) if r["p0"] is not None]
-    prompts = [(a, b, int(p), int(c or 0)) for a, b, p, c in prompts if p and b > a]
+            p, c = meta.get(key, (0, 0))
+            streams.append((r["d0"], r["d1"], t, n, ml, dps, int(p or 0) + int(c or 0)))
 
-    def prefilling(t: float) -> int:
-        return int(any(a <= t < b for a, b, _, _ in prompts))
+    def kv_at(t: float) -> float:
+        """KV tokens held by the streams decoding at real time t (their contexts)."""
+        return sum(s[6] + float(np.interp(t, s[2], s[3])) for s in streams if s[0] <= t < s[1])
+    cap = 1.25 * max(kv_at(float(x)) for x in np.linspace(
+        min(s[0] for s in streams), max(s[1] for s in streams), 2000)) or 1.0
+    prompts = []   # (p0, p1, new tokens, cached tokens, arrival)
+    for r in ph.iter_rows(named=True):
+        p, c = meta.get((r["file"], r["run"], r["slot"], r["task"]), (None, None))
+        if r["p0"] is not None and p and r["p1"] > r["p0"]:
+            prompts.append((r["p0"], r["p1"], int(p), int(c or 0), r["t_start"]))
+    prompts.sort()
+    arrivals = sorted(x[4] for x in prompts if x[4] is not None)
 
-    lines: list[tuple[float, str]] = []
-    steps = []  # (k, j, duration, per-stream rate, t, tokens, accepted, drafted)
+    def live_at(t: float) -> int:
+        return sum(1 for s in streams if s[0] <= t < s[1])
+
+    # a prompt computed while streams decode runs as its own forward passes (SGLang's default
+    # scheduler: a prefill batch goes before the decode batch; vLLM's chunked prefill folds it
+    # into the steps): its compute time is added to the clock there and decode waits for it
+    inserted = [(a, b - a, live_at(a)) for a, b, *_ in prompts if live_at(a) > 0]
+    ins_at = np.array([x[0] for x in inserted])
+    ins_cum = np.concatenate([[0.0], np.cumsum([x[1] for x in inserted])])
+
+    def wall(t: float, strict: bool = True) -> float:
+        """The rendered clock at real time t (every insertion before t added)."""
+        return t + float(ins_cum[int(np.searchsorted(ins_at, t, "left" if strict else "right"))])
+
+    lines: list[tuple[float, int, str]] = []
+    steps = []  # (k, j, dt, per-stream rate, t, tokens, accepted, drafted, wall end)
     t = min(s[0] for s in streams)
     end = max(s[1] for s in streams)
-    n_steps, t_last = 0, t
+    n_steps, w_last = 0, wall(t)
     since = np.zeros(4)   # tokens, request-steps, accepted, drafted since the last line
     while t < end:
         live = [s for s in streams if s[0] <= t < s[1]]
@@ -109,7 +130,7 @@ def render(src: str, name: str) -> None:
             t = min((s[0] for s in streams if s[0] > t), default=end)
             continue
         rates = []
-        for _d0, _d1, tt, nn, _ml, _dps in live:
+        for _d0, _d1, tt, nn, _ml, _dps, _c in live:
             i = min(max(int(np.searchsorted(tt, t, "right")) - 1, 0), len(tt) - 2)
             rates.append((nn[i + 1] - nn[i]) / (tt[i + 1] - tt[i]))
         if min(rates) <= 0:
@@ -120,46 +141,54 @@ def render(src: str, name: str) -> None:
         tok = sum(s[4] for s in live)
         dt = tok / float(np.sum(rates))
         acc, dr = sum(s[4] - 1 for s in live), sum(s[5] for s in live)
-        steps.append((len(live), prefilling(t), dt, float(np.mean(rates)), t, tok, acc, dr))
         t += dt
+        w = wall(t)
+        steps.append((len(live), int(any(a <= t - dt < b for a, b, *_ in prompts)), dt,
+                      float(np.mean(rates)), t - dt, tok, acc, dr, w))
         n_steps += 1
         since += (tok, len(live), acc, dr)
         if n_steps % LOG_INTERVAL == 0:
-            thr = since[0] / (t - t_last)
+            thr = since[0] / (w - w_last)
             sd = (f"accept len: {since[0] / since[1]:.2f}, accept rate: "
                   f"{since[2] / since[3]:.2f}, " if spec else "")
-            lines.append((t, f"Decode batch, #running-req: {len(live)}, #token: "
-                             f"{1000 * len(live)}, token usage: 0.05, {sd}cuda graph: True, "
-                             f"gen throughput (token/s): {thr:.2f}, #queue-req: 0, "))
-            since[:], t_last = 0, t
+            queue = sum(1 for a in arrivals if a <= t) - sum(1 for x in prompts if x[0] <= t)
+            kv = kv_at(t)
+            lines.append((w, 1, f"Decode batch, #running-req: {len(live)}, #token: "
+                                f"{int(kv)}, token usage: {kv / cap:.2f}, {sd}cuda graph: True, "
+                                f"gen throughput (token/s): {thr:.2f}, #queue-req: "
+                                f"{max(queue, 0)}, "))
+            since[:], w_last = 0, w
     chunks = []
-    for i, (a, b, p, c) in enumerate(prompts):
-        done = 0
+    for i, (a, b, p, c, _arr) in enumerate(prompts):
+        done, w0 = 0, wall(a)
         while done < p:
             n = min(CHUNK, p - done)
             t0 = a + (b - a) * done / p
             t1 = a + (b - a) * (done + n) / p
-            running = sum(1 for s in streams if s[0] < t1 - 1e-9 and t1 < s[1])
-            lines.append((t1, f"Prefill batch, #new-seq: 1, #new-token: {n}, #cached-token: "
-                              f"{c + done}, token usage: 0.05, #running-req: {running}, "
-                              "#queue-req: 0, "))
+            running = live_at(a)
+            lines.append((w0 + t1 - a, 0, f"Prefill batch, #new-seq: 1, #new-token: {n}, "
+                                          f"#cached-token: {c + done}, token usage: 0.05, "
+                                          f"#running-req: {running}, #queue-req: 0, "))
             chunks.append({"prompt": i, "start": c + done, "depth": c + done + n / 2,
                            "tokens": n, "seconds": t1 - t0, "tps": n / (t1 - t0),
                            "first": done == 0})
             done += n
-    lines.sort(key=lambda x: x[0])
+    lines.sort(key=lambda x: (x[0], x[1]))
     text = [f"[{(START + timedelta(seconds=tt)).strftime('%Y-%m-%d %H:%M:%S')}] {msg}"
-            for tt, msg in lines]
+            for tt, _o, msg in lines]
     for engine in ("sglang", "vllm"):
         (ROOT / "fixtures" / engine / "rendered").mkdir(parents=True, exist_ok=True)
     out = str(ROOT / "fixtures" / "sglang" / "rendered" / name)
     Path(out + ".log").write_text("\n".join(text) + "\n")
     vout = str(ROOT / "fixtures" / "vllm" / "rendered" / name)
-    Path(vout + ".log").write_text("\n".join(_vllm(steps, prompts, streams, k_spec)) + "\n")
+    windowed = [(wall(a), wall(a) + b - a, p) for a, b, p, _c, _x in prompts]
+    Path(vout + ".log").write_text(
+        "\n".join(_vllm(steps, windowed, streams, k_spec, wall, arrivals, prompts,
+                         lambda t: kv_at(t) / cap)) + "\n")
     truth: dict = {"source": f"rendered from {Path(src).name} by scripts/render_engine_logs.py",
                    "decode_per_stream": {}, "prefill_chunks": chunks}
     if spec:
-        st = np.array([x[5:] for x in steps] + [[0, 0, 0]])
+        st = np.array([x[5:8] for x in steps] + [[0, 0, 0]])
         truth["acceptance"] = {"mean_len": float(st[:, 0].sum() / sum(x[0] for x in steps)),
                                "rate": float(st[:, 1].sum() / st[:, 2].sum())}
     by: dict[tuple, list] = {}
@@ -170,43 +199,78 @@ def render(src: str, name: str) -> None:
             "tps": _wmedian([x[0] for x in v], [x[1] for x in v]),
             "tps_pooled": float(sum(x[0] * x[1] for x in v) / sum(x[1] for x in v)),
             "seconds": float(sum(x[1] for x in v))}
+    # per state (streams decoding): clean = a stream's tokens over the decode steps alone;
+    # served = over the steps and the prompts computed meanwhile (decode waited for them)
+    states: dict[int, list[float]] = {}
+    for k, _j, dt, _r, _t, tok, *_ in steps:
+        acc_ = states.setdefault(k, [0.0, 0.0, 0.0, 0])
+        acc_[0] += tok
+        acc_[1] += dt
+        acc_[3] += 1
+    for _a, dur, k in inserted:
+        states.setdefault(k, [0.0, 0.0, 0.0, 0])[2] += dur
+    truth["states"] = {str(k): {
+        "tokens": v[0], "decode_seconds": v[1], "prefill_seconds": v[2],
+        "seconds": v[1] + v[2], "steps": v[3],
+        "clean_per_stream": v[0] / k / v[1],
+        "served_per_stream": v[0] / k / (v[1] + v[2]),
+        "aggregate": v[0] / (v[1] + v[2])} for k, v in sorted(states.items())}
+    tok_all = sum(x[5] for x in steps)
+    span = steps[-1][8] - wall(min(min(x[0] for x in prompts), steps[0][4]))
+    truth["run"] = {"tokens": tok_all, "span_s": span, "throughput": tok_all / span,
+                    "served_per_stream": tok_all / sum(k * v["seconds"] for k, v in (
+                        (int(k), v) for k, v in truth["states"].items()))}
     for o in (out, vout):
         Path(o + ".truth.json").write_text(json.dumps(truth, indent=1) + "\n")
 
 
-def _vllm(steps, prompts, streams, k_spec: int) -> list[str]:
-    """vLLM V1 stats lines every STATS_INTERVAL from the first step to the last (and its
-    SpecDecoding line when the run drafted, ``k_spec`` draft positions)."""
-    t_end = max(s[1] for s in streams)
-    t = min(min(a for a, _, _, _ in prompts), steps[0][4])
-    out = []
-    while t < t_end:
+def _vllm(steps, prompts, streams, k_spec: int, wall, arrivals, real_prompts,
+          usage) -> list[str]:
+    """vLLM V1 stats lines every STATS_INTERVAL of the rendered clock (and its SpecDecoding
+    line when the run drafted, ``k_spec`` draft positions). ``prompts``: (start, end, tokens)
+    on that clock. An interval with no token after one with none prints nothing (vLLM sends
+    it to DEBUG)."""
+    w_end = steps[-1][8]
+    t = min(min(a for a, _, _ in prompts), wall(steps[0][4]))
+    out, last_zero = [], True
+    sw = np.array([x[8] for x in steps])
+    while t < w_end:
         t1 = t + STATS_INTERVAL
-        inside = [x for x in steps if t <= x[4] < t1]
+        inside = [x for x, w in zip(steps, sw, strict=True) if t <= w < t1]
         gen = sum(x[5] for x in inside)
         pro = 0.0
-        for a, b, p, _c in prompts:   # prompt tokens computed in [t, t1), evenly over [a, b)
+        for a, b, p in prompts:   # prompt tokens computed in [t, t1), evenly over [a, b)
             lo, hi = max(a, t), min(b, t1)
             if hi > lo:
                 pro += p * (hi - lo) / (b - a)
-        running = sum(1 for s in streams if s[0] <= t1 < s[1]) + sum(
-            1 for a, b, _p, _c in prompts if a <= t1 < b)
-        stamp = (START + timedelta(seconds=t1)).strftime("%m-%d %H:%M:%S")
-        out.append(f"INFO {stamp} [loggers.py:123] Engine 000: Avg prompt throughput: "
-                   f"{pro / STATS_INTERVAL:.1f} tokens/s, Avg generation throughput: "
-                   f"{gen / STATS_INTERVAL:.1f} tokens/s, Running: {running} reqs, Waiting: 0 "
-                   "reqs, GPU KV cache usage: 5.0%, Prefix cache hit rate: 0.0%")
-        if k_spec and inside:
-            drafts = sum(x[0] for x in inside)   # request-steps that drafted
-            acc = round(sum(x[6] for x in inside))
-            a = acc / drafts
-            pos = ", ".join(f"{min(1.0, max(0.0, a - i)):.3f}" for i in range(k_spec))
-            out.append(f"INFO {stamp} [metrics.py:101] SpecDecoding metrics: Mean acceptance "
-                       f"length: {1 + a:.2f}, Accepted throughput: {acc / STATS_INTERVAL:.2f} "
-                       f"tokens/s, Drafted throughput: {drafts * k_spec / STATS_INTERVAL:.2f} "
-                       f"tokens/s, Accepted: {acc} tokens, Drafted: {drafts * k_spec} tokens, "
-                       f"Per-position acceptance rate: {pos}, Avg Draft acceptance rate: "
-                       f"{100 * acc / (drafts * k_spec):.1f}%")
+        i = int(np.searchsorted(sw, t1, "right")) - 1
+        real = steps[i][4] if i >= 0 else 0.0   # the real time of the last step before t1
+        decoding = sum(1 for s in streams if s[0] <= real < s[1]) if i >= 0 else 0
+        prefilling = sum(1 for a, b, _p in prompts if a <= t1 < b)
+        waiting = (sum(1 for a in arrivals if a <= real)
+                   - sum(1 for x in real_prompts if x[0] <= real) - prefilling)
+        zero = gen == 0 and pro == 0
+        if not (zero and last_zero):
+            stamp = (START + timedelta(seconds=t1)).strftime("%m-%d %H:%M:%S")
+            out.append(f"INFO {stamp} [loggers.py:123] Engine 000: Avg prompt throughput: "
+                       f"{pro / STATS_INTERVAL:.1f} tokens/s, Avg generation throughput: "
+                       f"{gen / STATS_INTERVAL:.1f} tokens/s, Running: {decoding + prefilling} "
+                       f"reqs, Waiting: {max(waiting, 0)} reqs, GPU KV cache usage: "
+                       f"{100 * usage(real) if decoding else 0.0:.1f}%, "
+                       "Prefix cache hit rate: 0.0%")
+            if k_spec and inside:
+                drafts = sum(x[0] for x in inside)   # request-steps that drafted
+                acc = round(sum(x[6] for x in inside))
+                a = acc / drafts
+                pos = ", ".join(f"{min(1.0, max(0.0, a - i)):.3f}" for i in range(k_spec))
+                out.append(f"INFO {stamp} [metrics.py:101] SpecDecoding metrics: Mean "
+                           f"acceptance length: {1 + a:.2f}, Accepted throughput: "
+                           f"{acc / STATS_INTERVAL:.2f} tokens/s, Drafted throughput: "
+                           f"{drafts * k_spec / STATS_INTERVAL:.2f} tokens/s, Accepted: {acc} "
+                           f"tokens, Drafted: {drafts * k_spec} tokens, Per-position "
+                           f"acceptance rate: {pos}, Avg Draft acceptance rate: "
+                           f"{100 * acc / (drafts * k_spec):.1f}%")
+        last_zero = zero
         t = t1
     return out
 

@@ -1,0 +1,607 @@
+"""Decode per state from SGLang's and vLLM's window lines, prefill inside them included.
+
+A window line reports what happened over its interval: the tokens generated (and on vLLM the
+prompt tokens computed) and the wall time they took, prefill of other requests, stalls and
+idle time included (docs/engines.md cites the servers' code). Under agent traffic almost every
+interval holds a prompt, so instead of dropping those intervals each one is read as an equation
+over its seconds::
+
+    T_i = Σ_k s_k · S_ik  +  Σ_b a_b · P_ib  (+ idle or a stall, which only adds time)
+
+* ``S_ik``: forward steps the interval ran with ``k`` streams decoding. SGLang prints a
+  ``Decode batch`` line every ``decode_log_interval`` (40) forward steps, so ``S = 40``, split
+  between the running counts at its two ends when they differ. vLLM prints no step count: its
+  request-steps are the generated tokens ÷ tokens per step (``Mean acceptance length`` of the
+  ``SpecDecoding`` line where a draft runs, else 1), and ``S_ik`` = request-steps ÷ ``k``
+  (shared evenly between the two ends' ``Running`` counts when they differ).
+* ``s_k``: the time of one forward step with ``k`` streams decoding, one free term per state
+  (a step's time is not linear in ``k`` on a real GPU at small batches; a free term per state
+  assumes nothing of the kind).
+* ``P_ib``: prompt tokens computed in the interval in depth band ``b`` (SGLang: the ``Prefill
+  batch`` lines between the two ``Decode batch`` lines, ``#new-token`` at depth
+  ``#cached-token`` + half the chunk, octave bands from 1k tokens; vLLM: prompt throughput ×
+  seconds, one band since its lines carry no depth). ``a_b``: seconds per prompt token there.
+
+The terms are fitted by weighted least squares (rows weighed 1/√T: an interval's timing noise
+grows with its length). Idle time and stalls only add time, so intervals whose residual is far
+above the others (``OUTLIER_SIGMA`` robust standard deviations) are left out and the fit
+repeated; their time then counts as the fit says it was used, the rest as idle. Intervals come
+from resampling the windows (``REPS`` times, seeded).
+
+Per state, two per-stream figures:
+
+* **clean**: ``tokens per step ÷ s_k``, the decode step alone (what a stream would get with no
+  prompt beside it);
+* **as served**: the stream's tokens ÷ the time it was running, i.e. the state's own steps plus
+  the prompts computed meanwhile (SGLang: each ``Prefill batch`` is charged to the state of its
+  ``#running-req``; none when it is 0: a prompt alone on an idle server slows no stream; vLLM:
+  an interval's prompts are charged to its states by their share of its decode time, and to
+  none where the log never shows more than one request running). Each interval's observed
+  seconds are shared out by the fitted terms, so the seconds come from the lines and the fit
+  only splits them.
+
+``aggregate`` = k × as served (all tokens decoded in the state ÷ its seconds).
+
+A state is refused (``reason`` says why, the figures are null) when its step term is not
+identified: fewer than ``MIN_WINDOWS`` intervals hold it, or its interval is wider than
+``MAX_REL_WIDTH`` of the figure (its steps move with the prompts in the windows that hold it,
+so the lines cannot tell one from the other).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import polars as pl
+
+from logscope.analysis._util import col_or_null, label_of, table, with_time
+from logscope.analysis.windows import DECODE_LOG_INTERVAL, resolution_s
+
+MIN_WINDOWS = 3          # intervals that must hold a state for its step to be a term
+MAX_REL_WIDTH = 0.5      # a 95 % interval wider than half the figure: not identified
+OUTLIER_SIGMA = 4.0      # robust standard deviations above the fit ...
+IDLE_FACTOR = 2.0        # ... and more than twice the fitted time above it: idle or a stall
+REPS = 300
+SEED = 20261206
+BAND_FROM = 1024         # the first depth band ends here; then octaves
+MIN_BAND_WINDOWS = 3     # a depth band held by fewer intervals joins the band below
+VLLM_INTERVAL_ENV = "VLLM_LOG_STATS_INTERVAL"
+
+STATE_FIT_SCHEMA = {
+    "label": pl.String, "engine": pl.String, "decoding": pl.Int16, "windows": pl.Int64,
+    "tokens": pl.Float64, "steps": pl.Float64, "tokens_per_step": pl.Float64,
+    "decode_seconds": pl.Float64, "prefill_seconds": pl.Float64, "seconds": pl.Float64,
+    "clean_per_stream": pl.Float64, "clean_lo": pl.Float64, "clean_hi": pl.Float64,
+    "served_per_stream": pl.Float64, "served_lo": pl.Float64, "served_hi": pl.Float64,
+    "aggregate": pl.Float64, "aggregate_lo": pl.Float64, "aggregate_hi": pl.Float64,
+    "reason": pl.String}
+PREFILL_FIT_SCHEMA = {"label": pl.String, "depth_lo": pl.Int64, "depth_hi": pl.Int64,
+                      "depth": pl.Float64, "tokens": pl.Float64, "windows": pl.Int64,
+                      "tps": pl.Float64, "tps_lo": pl.Float64, "tps_hi": pl.Float64,
+                      "reason": pl.String}
+
+
+@dataclass
+class _Windows:
+    """One row per interval: its seconds, steps per state, prompt tokens per depth band and
+    per (band, state charged), tokens per state."""
+    engine: str
+    states: list[int]
+    bands: list[tuple[int, int]]
+    T: np.ndarray                  # (n,) seconds
+    S: np.ndarray                  # (n, K) forward steps per state
+    tok: np.ndarray                # (n, K) tokens generated per state
+    P: np.ndarray                  # (n, B) prompt tokens per band
+    charge: np.ndarray             # (n, B, K) SGLang: prompt tokens per band charged to state
+    share: bool                    # vLLM: prompts charged by decode-time share
+    depth: np.ndarray              # (B,) token-weighted mid depth per band
+    k0: np.ndarray                 # (n,) state index at the interval's start
+    k1: np.ndarray                 # (n,) state index at its end
+    m: np.ndarray                  # (n,) tokens per request-step
+    thr: np.ndarray                # (n,) SGLang whole-second stamps: gen throughput, else nan
+    G: np.ndarray                  # (n,) tokens generated (vLLM)
+    D: np.ndarray                  # (n,) KV tokens in use (SGLang #token; vLLM KV usage %)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def fit(self) -> np.ndarray:
+        """Intervals that run one state throughout: those the terms are fitted on (an
+        interval whose running count changed says nothing of how its steps split)."""
+        return self.k0 == self.k1
+
+    @property
+    def E(self) -> int:
+        """1 when the lines carry the KV in use (a decode step's cost grows with it)."""
+        return int(bool(np.nanmax(self.D) > 0)) if len(self.D) else 0
+
+    def X(self) -> np.ndarray:
+        cols = [self.S]
+        if self.E:
+            cols.append((self.S.sum(1) * self.D)[:, None])
+        return np.hstack(cols + [self.P])
+
+
+def _bands(depths: np.ndarray) -> list[tuple[int, int]]:
+    edges = [0, BAND_FROM]
+    top = float(depths.max()) if len(depths) else 0.0
+    while edges[-1] <= top:
+        edges.append(edges[-1] * 2)
+    return list(zip(edges[:-1], edges[1:], strict=False))
+
+
+def _sglang(logs) -> _Windows | None:
+    db, pb = table(logs, "decode_batch"), table(logs, "prefill_batch")
+    if db is None or "gen_throughput" not in db.columns:
+        return None
+    parts = [db.select("file", "line", "ts", "t_rel", pl.lit("d").alias("k"),
+                       pl.col("running_req").cast(pl.Int64).alias("run"),
+                       col_or_null(db, "accept_len", pl.Float64).alias("acc"),
+                       pl.col("gen_throughput").cast(pl.Float64).alias("thr"),
+                       col_or_null(db, "used_tokens", pl.Float64).alias("kv"),
+                       pl.lit(None, pl.Int64).alias("new"),
+                       pl.lit(None, pl.Int64).alias("cached"))]
+    if pb is not None:
+        parts.append(pb.select("file", "line", "ts", "t_rel", pl.lit("p").alias("k"),
+                               col_or_null(pb, "running_req", pl.Int64).alias("run"),
+                               pl.lit(None, pl.Float64).alias("acc"),
+                               pl.lit(None, pl.Float64).alias("thr"),
+                               pl.lit(None, pl.Float64).alias("kv"),
+                               col_or_null(pb, "new_token", pl.Int64).alias("new"),
+                               col_or_null(pb, "cached_token", pl.Int64).alias("cached")))
+    df, basis = with_time(pl.concat(parts, how="vertical_relaxed"))
+    df = df.with_columns(pl.col("file").cast(pl.String)).sort("file", "t", "line")
+    exact_t = basis == "s" and (resolution_s(logs) or 1.0) < 1.0
+    rows = []   # (T, k0, k1, m, prefills[(new, depth, running)])
+    for _f, g in df.group_by("file", maintain_order=True):
+        prev = None
+        pend: list[tuple[int, float, int]] = []
+        for r in g.iter_rows(named=True):
+            if r["k"] == "p":
+                if r["new"]:
+                    c = r["cached"] or 0
+                    pend.append((int(r["new"]), c + r["new"] / 2, int(r["run"] or 0)))
+                continue
+            if not r["thr"] or r["thr"] <= 0 or not r["run"]:
+                prev, pend = r, []
+                continue
+            if prev is not None:
+                k0, k1, m = int(prev["run"] or 0), int(r["run"]), float(r["acc"] or 1.0)
+                kbar = (k0 + k1) / 2 if k0 else k1
+                gen = DECODE_LOG_INTERVAL * kbar * m
+                T = (r["t"] - prev["t"]) if exact_t else gen / r["thr"]
+                if exact_t:
+                    gen = r["thr"] * T
+                kv = np.nanmean([x if x is not None else np.nan
+                                 for x in (prev["kv"], r["kv"])] + [np.nan])
+                rows.append((T, k0 or k1, k1, m, gen, pend,
+                             float("nan") if exact_t else r["thr"],
+                             0.0 if not np.isfinite(kv) else float(kv)))
+            prev, pend = r, []
+    if not rows:
+        return None
+    all_p = np.array([d for r in rows for _n, d, _r in r[5]] or [0.0])
+    return _assemble("sglang", rows, all_p, steps_known=True)
+
+
+def _vllm(logs) -> _Windows | None:
+    es = table(logs, "engine_stats")
+    if es is None or "gen_throughput" not in es.columns:
+        return None
+    df, basis = with_time(es.select(
+        "file", "line", "ts", "t_rel",
+        pl.col("gen_throughput").cast(pl.Float64).alias("gthr"),
+        col_or_null(es, "prompt_throughput", pl.Float64).alias("pthr"),
+        pl.col("running_reqs").cast(pl.Int64).alias("run"),
+        col_or_null(es, "kv_cache_usage_pct", pl.Float64).alias("kv")))
+    if basis != "s":
+        return None
+    df = df.with_columns(pl.col("file").cast(pl.String)).sort("file", "t", "line")
+    sd = table(logs, "spec_decoding")
+    mal: dict[tuple[str, int], float] = {}
+    if sd is not None and "mean_acceptance_length" in sd.columns:
+        for f, ln, v in sd.select(pl.col("file").cast(pl.String), "line",
+                                  "mean_acceptance_length").iter_rows():
+            if v is not None and math.isfinite(v):
+                mal[(f, ln)] = v
+    gaps = df.with_columns(pl.col("t").diff().over("file").alias("gap"))["gap"].drop_nulls()
+    gaps = gaps.filter(gaps > 0)
+    if gaps.len() == 0:
+        return None
+    interval = float(gaps.median())   # the stats interval: lines come every interval when busy
+    max_run = int(df["run"].max() or 0)
+    rows = []
+    spec_lines = sorted(mal)
+    for _f, g in df.group_by("file", maintain_order=True):
+        prev_t, prev_run, prev_kv = None, 0, None
+        for r in g.iter_rows(named=True):
+            T = interval
+            adjacent = prev_t is not None and r["t"] - prev_t <= 1.5 * interval
+            k0 = prev_run if adjacent else 0
+            k1 = int(r["run"] or 0)
+            # the SpecDecoding line printed right after this stats line
+            m = 1.0
+            i = int(np.searchsorted([x[1] for x in spec_lines], r["line"], "right"))
+            if i < len(spec_lines) and spec_lines[i][0] == _f[0] \
+                    and spec_lines[i][1] - r["line"] <= 2:
+                m = mal[spec_lines[i]]
+            gen = (r["gthr"] or 0.0) * T
+            pro = (r["pthr"] or 0.0) * T
+            kvs = [x for x in ((prev_kv if adjacent else None), r["kv"]) if x]
+            prev_t, prev_run, prev_kv = r["t"], k1, r["kv"]
+            if gen <= 0 and pro <= 0:
+                continue
+            ka, kb = (k0 or k1), (k1 or k0)
+            if not ka:
+                continue
+            pend = [(pro, 0.0, -1)] if pro > 0 else []
+            rows.append((T, ka, kb, m, gen, pend, float("nan"),
+                         float(np.mean(kvs)) if kvs else 0.0))
+    if not rows:
+        return None
+    w = _assemble("vllm", rows, np.array([0.0]), steps_known=False)
+    if w is not None:
+        w.share = max_run > 1
+        if max_run <= 1:
+            w.notes.append("the log never shows more than one request running: every prompt "
+                           "ran alone, none is charged to a stream")
+        w.notes.append(f"stats interval {interval:g} s (vLLM's {VLLM_INTERVAL_ENV})")
+    return w
+
+
+def _assemble(engine: str, rows: list, depths: np.ndarray, steps_known: bool) -> _Windows:
+    bands = _bands(depths) if engine == "sglang" else [(0, 0)]
+    states = sorted({k for _T, k0, k1, *_r in rows for k in (k0, k1) if k > 0})
+    rows = [r for r in rows if r[1] > 0 and r[2] > 0]
+    ki = {k: i for i, k in enumerate(states)}
+    n, K, B = len(rows), len(states), len(bands)
+    T = np.zeros(n)
+    S, tok = np.zeros((n, K)), np.zeros((n, K))
+    P, charge = np.zeros((n, B)), np.zeros((n, B, K + 1))
+    dsum, dtok = np.zeros(B), np.zeros(B)
+    k0a, k1a, ma, thra, Ga, Da = (np.zeros(n, int), np.zeros(n, int), np.zeros(n),
+                                  np.zeros(n), np.zeros(n), np.zeros(n))
+    for i, (t, k0, k1, m, gen, pend, thr, kv) in enumerate(rows):
+        T[i] = t
+        k0a[i], k1a[i], ma[i], thra[i], Ga[i], Da[i] = ki[k0], ki[k1], m, thr, gen, kv
+        ks = [k0] if k0 == k1 else [k0, k1]
+        if steps_known:   # SGLang: the line's forward steps, split evenly between the ends
+            for k in ks:
+                S[i, ki[k]] += DECODE_LOG_INTERVAL / len(ks)
+                tok[i, ki[k]] += DECODE_LOG_INTERVAL / len(ks) * k * m
+        else:             # vLLM: request-steps = tokens ÷ tokens per step, shared evenly
+            rs = gen / m
+            for k in ks:
+                S[i, ki[k]] += rs / sum(ks)
+                tok[i, ki[k]] += gen * k / sum(ks)
+        for new, d, run in pend:
+            b = next(j for j, (lo, hi) in enumerate(bands) if d < hi or j == B - 1) \
+                if engine == "sglang" else 0
+            P[i, b] += new
+            dsum[b] += new * d
+            dtok[b] += new
+            # the state charged: the running count printed on the prefill line (0: none)
+            charge[i, b, ki.get(run, K) if run > 0 else K] += new
+    # depth bands held by too few intervals join the band below (or above, for the first)
+    keep = [j for j in range(B) if (P[:, j] > 0).sum() >= MIN_BAND_WINDOWS]
+    if engine == "sglang" and keep and len(keep) < B:
+        for j in range(B):
+            if j in keep or dtok[j] == 0:
+                continue
+            to = max([x for x in keep if x < j], default=min(keep))
+            P[:, to] += P[:, j]
+            charge[:, to] += charge[:, j]
+            dsum[to] += dsum[j]
+            dtok[to] += dtok[j]
+            lo = min(bands[to][0], bands[j][0])
+            bands[to] = (lo, max(bands[to][1], bands[j][1]))
+        P, charge = P[:, keep], charge[:, keep]
+        bands, dsum, dtok = [bands[j] for j in keep], dsum[keep], dtok[keep]
+    live = dtok > 0 if engine == "sglang" else np.array([P.sum() > 0])
+    if engine == "sglang":
+        P, charge = P[:, live], charge[:, live]
+        bands = [b for b, x in zip(bands, live, strict=True) if x]
+        dsum, dtok = dsum[live], dtok[live]
+    elif not live[0]:
+        P, charge, bands = P[:, :0], charge[:, :0], []
+        dsum, dtok = dsum[:0], dtok[:0]
+    return _Windows(engine, states, bands, T, S, tok, P, charge, False,
+                    np.where(dtok > 0, dsum / np.maximum(dtok, 1), 0.0),
+                    k0a, k1a, ma, thra, Ga, Da)
+
+
+def _windows(logs) -> _Windows | None:
+    return _sglang(logs) or _vllm(logs)
+
+
+def _solve(w: _Windows, idx: np.ndarray) -> np.ndarray | None:
+    idx = idx[w.fit[idx]]
+    beta, *_ = np.linalg.lstsq(w.X()[idx], w.T[idx], rcond=None)
+    return beta
+
+
+def _merge_band(w: _Windows, j: int) -> None:
+    """Join depth band j to its neighbour (the one below, or above for the first)."""
+    to = j - 1 if j > 0 else j + 1
+    tot = w.P[:, [j, to]].sum()
+    w.depth[to] = (w.depth[to] * w.P[:, to].sum() + w.depth[j] * w.P[:, j].sum()) / tot
+    w.P[:, to] += w.P[:, j]
+    w.charge[:, to] += w.charge[:, j]
+    lo, hi = min(w.bands[to][0], w.bands[j][0]), max(w.bands[to][1], w.bands[j][1])
+    w.bands[to] = (lo, hi)
+    keep = [x for x in range(len(w.bands)) if x != j]
+    w.P, w.charge, w.depth = w.P[:, keep], w.charge[:, keep], w.depth[keep]
+    w.bands = [w.bands[x] for x in keep]
+
+
+def _fit(w: _Windows) -> tuple[np.ndarray, np.ndarray]:
+    """Coefficients and the inlier mask (idle and stalls left out). A prompt term fitted at
+    zero or below (its band's tokens too few to time beside the decode steps) joins its band
+    to the next; a last one at zero or below is dropped, with a note."""
+    while True:
+        beta, inl = _fit_once(w)
+        a = beta[len(w.states) + w.E:]
+        bad = np.flatnonzero(a <= 0)
+        if len(bad) == 0:
+            return beta, inl
+        if len(w.bands) > 1:
+            _merge_band(w, int(bad[0]))
+            continue
+        w.notes.append("prompt time not identified beside the decode steps: left at zero")
+        w.P, w.charge, w.bands = w.P[:, :0], w.charge[:, :0], []
+        w.depth = w.depth[:0]
+
+
+def _fit_once(w: _Windows) -> tuple[np.ndarray, np.ndarray]:
+    inl = np.ones(len(w.T), bool)
+    beta = None
+    for _ in range(6):
+        beta = _solve(w, np.flatnonzero(inl))
+        z = w.T - w.X() @ beta
+        ref = inl & w.fit
+        med = np.median(z[ref])
+        mad = 1.4826 * np.median(np.abs(z[ref] - med)) or 1e-9
+        # idle or a stall: far above the others and more than the fitted time itself
+        new = (z - med <= OUTLIER_SIGMA * mad) | (z <= IDLE_FACTOR * (w.X() @ beta))
+        if (new == inl).all():
+            break
+        inl = new
+    return beta, inl
+
+
+def _figures(w: _Windows, beta: np.ndarray, inl: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """(K, 4): clean, served, aggregate per state, and the state's seconds."""
+    K, E = len(w.states), w.E
+    a = beta[K + E:]
+    S, tok, T, P, ch = w.S[idx], w.tok[idx], w.T[idx], w.P[idx], w.charge[idx]
+    # a step's time per window and state: its state's term plus the KV term at its depth
+    s = beta[:K][None, :] + (beta[K] * w.D[idx][:, None] if E else np.zeros((len(idx), 1)))
+    pre_total = P @ a if len(a) else np.zeros(len(idx))
+    S, tok, T = _split(w, idx, s, pre_total, S.copy(), tok.copy(), T.copy())
+    dec = S * s                                   # (n, K) decode seconds per state
+    model = dec.sum(1) + pre_total
+    # observed seconds, shared out by the fit; idle and stalls (outliers) count as the fit says
+    f = np.where(inl[idx] & (model > 0), T / np.where(model > 0, model, 1), 1.0)
+    if w.share:
+        dshare = dec / np.maximum(dec.sum(1, keepdims=True), 1e-12)
+        pre = pre_total[:, None] * dshare
+    elif w.engine == "sglang" and len(a):
+        pre = np.einsum("nbk,b->nk", ch[:, :, :K], a)
+    else:
+        pre = np.zeros_like(dec)
+    secs = (f[:, None] * (dec + pre)).sum(0)
+    tk = tok.sum(0)
+    ks = np.array(w.states, float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        per_step = tk / (S.sum(0) * ks)
+        clean = per_step / (dec.sum(0) / S.sum(0))
+        served = tk / ks / secs
+    return np.column_stack([clean, served, served * ks, secs, dec.sum(0)])
+
+
+def _split(w: _Windows, idx: np.ndarray, s: np.ndarray, pre: np.ndarray, S: np.ndarray,
+           tok: np.ndarray, T: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """An interval whose running count changed from k0 to k1: the steps at k0 (S0) and at
+    k1 that its seconds and tokens imply under the fitted step times (one unknown, one
+    equation); the even split stays where that has no solution in range."""
+    mix = np.flatnonzero(w.k0[idx] != w.k1[idx])
+    if len(mix) == 0:
+        return S, tok, T
+    ii = idx[mix]
+    i0, i1 = w.k0[ii], w.k1[ii]
+    ks = np.array(w.states, float)
+    k0, k1, m = ks[i0], ks[i1], w.m[ii]
+    s0, s1 = s[mix, i0], s[mix, i1]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if w.engine == "sglang":
+            N = float(DECODE_LOG_INTERVAL)
+            whole = np.isfinite(w.thr[ii])
+            thr = np.where(whole, w.thr[ii], 1.0)
+            # whole-second stamps: T = m (k0 S0 + k1 (N - S0)) / thr = s0 S0 + s1 (N - S0) + pre
+            num = np.where(whole, pre[mix] + N * s1 - N * m * k1 / thr,
+                           T[mix] - N * s1 - pre[mix])
+            den = np.where(whole, m * (k0 - k1) / thr - s0 + s1, s0 - s1)
+            S0 = np.clip(num / den, 0, N)
+            ok = np.isfinite(S0) & (s0 > 0) & (s1 > 0)
+            S0 = np.where(ok, S0, N / 2)
+            S1 = N - S0
+            T[mix] = np.where(whole, m * (k0 * S0 + k1 * S1) / thr, T[mix])
+        else:
+            # vLLM: k0 S0 + k1 S1 = request-steps R, s0 S0 + s1 S1 + pre = T
+            R = w.G[ii] / m
+            S0 = (T[mix] - pre[mix] - s1 * R / k1) / (s0 - s1 * k0 / k1)
+            S0 = np.clip(S0, 0, R / k0)
+            ok = np.isfinite(S0) & (s0 > 0) & (s1 > 0)
+            S0 = np.where(ok, S0, R / (k0 + k1))
+            S1 = (R - k0 * S0) / k1
+    S[mix] = 0.0
+    tok[mix] = 0.0
+    S[mix, i0] += S0
+    S[mix, i1] += S1
+    tok[mix, i0] += S0 * k0 * m
+    tok[mix, i1] += S1 * k1 * m
+    return S, tok, T
+
+
+def state_fit(logs, label: str | None = None) -> pl.DataFrame:
+    """Per-stream decode per state (streams decoding) from SGLang or vLLM window lines, mixed
+    windows included (module docstring): one row per state with ``clean_per_stream`` (the
+    fitted decode step alone), ``served_per_stream`` (tokens over the time running, prompts of
+    others included), ``aggregate`` (k × served), each with a 95 % interval (``_lo``/``_hi``),
+    ``tokens``, ``steps``, ``tokens_per_step``, ``decode_seconds``, ``prefill_seconds``
+    (prompts charged to the state), ``seconds`` (their sum) and ``windows`` (intervals holding
+    the state). ``reason`` is null for a figure, or says why the state is refused (its figures
+    then null). Empty for a llama-server log or a log without a clock.
+
+    Example::
+
+        sf = state_fit(logscope.read("vllm.log"))
+        sf.filter(pl.col("reason").is_null()).select("decoding", "clean_per_stream",
+                                                     "served_per_stream", "aggregate")
+    """
+    lab = label_of(logs, label)
+    w = _windows(logs)
+    if w is None or not w.states:
+        return pl.DataFrame(schema=STATE_FIT_SCHEMA)
+    beta, inl = _fit(w)
+    K = len(w.states)
+    allidx = np.arange(len(w.T))
+    est = _figures(w, beta, inl, allidx)
+    rng = np.random.default_rng(SEED)
+    boots = []
+    good = np.flatnonzero(inl)
+    for _ in range(REPS):
+        idx = rng.choice(allidx, len(allidx))
+        bi = idx[inl[idx]]
+        if len(bi) < 2:
+            continue
+        b = _solve(w, bi) if len(np.intersect1d(bi, good)) else None
+        if b is not None:
+            boots.append(_figures(w, b, inl, idx))
+    bs = np.array(boots) if boots else np.full((1, K, 5), np.nan)
+    with np.errstate(invalid="ignore"):
+        lo, hi = np.nanpercentile(bs, 2.5, axis=0), np.nanpercentile(bs, 97.5, axis=0)
+    rows = []
+    held = ((w.S > 0) & inl[:, None]).sum(0)
+    for j, k in enumerate(w.states):
+        steps, tok = float(w.S[:, j].sum()), float(w.tok[:, j].sum())
+        reason = None
+        if held[j] < MIN_WINDOWS:
+            reason = (f"{k} decoding: the step time is not identified: {held[j]} interval(s) "
+                      f"hold this state ({MIN_WINDOWS} needed)")
+        elif not (est[j, 0] > 0 and math.isfinite(est[j, 0])) \
+                or (hi[j, 0] - lo[j, 0]) > MAX_REL_WIDTH * est[j, 0]:
+            reason = (f"{k} decoding: the step time is not identified: in the intervals that "
+                      "hold this state its decode steps move with the prompt tokens, so the "
+                      "lines cannot tell one from the other (interval "
+                      f"{lo[j, 0]:.3g}–{hi[j, 0]:.3g} t/s)")
+        dec = float(est[j, 4])
+        ok = reason is None
+
+        def v(x, ok=ok):
+            return float(x) if ok and math.isfinite(x) else None
+        rows.append({"label": lab, "engine": w.engine, "decoding": k, "windows": int(held[j]),
+                     "tokens": tok, "steps": steps,
+                     "tokens_per_step": tok / (steps * k) if steps else None,
+                     "decode_seconds": v(dec), "prefill_seconds": v(est[j, 3] - dec),
+                     "seconds": v(est[j, 3]),
+                     "clean_per_stream": v(est[j, 0]), "clean_lo": v(lo[j, 0]),
+                     "clean_hi": v(hi[j, 0]),
+                     "served_per_stream": v(est[j, 1]), "served_lo": v(lo[j, 1]),
+                     "served_hi": v(hi[j, 1]),
+                     "aggregate": v(est[j, 2]), "aggregate_lo": v(lo[j, 2]),
+                     "aggregate_hi": v(hi[j, 2]), "reason": reason})
+    return pl.DataFrame(rows, schema=STATE_FIT_SCHEMA)
+
+
+def state_fit_replicates(logs) -> tuple[list[int], np.ndarray, np.ndarray] | None:
+    """(states, estimate (K, 4), bootstrap replicates (REPS, K, 4)) of :func:`state_fit`'s
+    clean, served, aggregate and seconds per state, for a comparison's interval.
+
+    Example::
+
+        states, est, reps = state_fit_replicates(logscope.read("sglang.log"))
+    """
+    w = _windows(logs)
+    if w is None or not w.states:
+        return None
+    beta, inl = _fit(w)
+    allidx = np.arange(len(w.T))
+    est = _figures(w, beta, inl, allidx)
+    rng = np.random.default_rng(SEED)
+    boots = []
+    for _ in range(REPS):
+        idx = rng.choice(allidx, len(allidx))
+        bi = idx[inl[idx]]
+        if len(bi) >= 2:
+            boots.append(_figures(w, _solve(w, bi), inl, idx))
+    return w.states, est, np.array(boots)
+
+
+def prefill_fit(logs, label: str | None = None) -> pl.DataFrame:
+    """Prefill speed by depth band from the same fit (SGLang: the ``Prefill batch`` lines'
+    ``#new-token`` at ``#cached-token``; vLLM: one band, no depth in its lines): per band the
+    prompt tokens it held, ``tps`` = 1 ÷ the fitted seconds per token, its 95 % interval, and
+    ``reason`` when refused (fewer than ``MIN_BAND_WINDOWS`` intervals, or an interval wider
+    than ``MAX_REL_WIDTH``).
+
+    Example::
+
+        prefill_fit(logscope.read("sglang.log")).select("depth", "tps", "tps_lo", "tps_hi")
+    """
+    lab = label_of(logs, label)
+    w = _windows(logs)
+    if w is None or not w.bands:
+        return pl.DataFrame(schema=PREFILL_FIT_SCHEMA)
+    beta, inl = _fit(w)
+    K = len(w.states)
+    good = np.flatnonzero(inl)
+    rng = np.random.default_rng(SEED)
+    K += w.E
+    boots = np.array([_solve(w, rng.choice(good, len(good)))[K:] for _ in range(REPS)])
+    rows = []
+    for j, (lo, hi) in enumerate(w.bands):
+        a = beta[K + j]
+        blo, bhi = np.percentile(boots[:, j], [2.5, 97.5])
+        held = int((w.P[:, j] > 0).sum())
+        reason = None
+        if held < MIN_BAND_WINDOWS:
+            reason = f"{held} interval(s) hold prompts at this depth ({MIN_BAND_WINDOWS} needed)"
+        elif a <= 0 or blo <= 0 or (bhi - blo) > MAX_REL_WIDTH * a:
+            reason = ("the prompt term is not identified: its tokens are too few beside the "
+                      "decode steps of their intervals")
+        ok = reason is None
+        rows.append({"label": lab, "depth_lo": lo, "depth_hi": hi, "depth": float(w.depth[j]),
+                     "tokens": float(w.P[:, j].sum()), "windows": held,
+                     "tps": 1 / a if ok else None, "tps_lo": 1 / bhi if ok else None,
+                     "tps_hi": 1 / blo if ok else None, "reason": reason})
+    return pl.DataFrame(rows, schema=PREFILL_FIT_SCHEMA)
+
+
+def window_throughput(logs) -> dict | None:
+    """Served throughput from window lines: all tokens generated ÷ the span from the first
+    interval's start to the last line (idle included, as a client sees it).
+
+    Example::
+
+        window_throughput(logscope.read("vllm.log"))["tps"]
+    """
+    w = _windows(logs)
+    if w is None:
+        return None
+    tok = float(w.tok.sum())
+    if w.engine == "vllm":
+        es, _ = with_time(table(logs, "engine_stats"))
+        span = float(es["t"].max() - es["t"].min()) + float(w.T[0])
+    else:
+        db = table(logs, "decode_batch")
+        pb = table(logs, "prefill_batch")
+        ts = [with_time(x)[0]["ts"] for x in (db, pb) if x is not None]
+        t = pl.concat(ts)
+        span = (t.max() - t.min()).total_seconds()
+    return {"tokens": tok, "seconds": span, "tps": tok / span if span > 0 else None}
+
+
+__all__ = ["state_fit", "state_fit_replicates", "prefill_fit", "window_throughput",
+           "STATE_FIT_SCHEMA", "PREFILL_FIT_SCHEMA"]
