@@ -205,9 +205,76 @@ def _row(q: str, r: dict | None, names: tuple[str, str], what: str, why: str = "
 # the questions
 # ---------------------------------------------------------------------------------------------
 
+def _window_decode(a, b, names, rng) -> dict | None:
+    """SGLang/vLLM: the fitted per-stream decode (:mod:`logscope.analysis.window_fit`).
+    States identified on both sides: the clean per-stream ratio, states weighted by the
+    smaller side's intervals; none: each run's stream as served over its own states (tokens ÷
+    stream-seconds). The interval pairs the two sides' window resamples."""
+    from logscope.analysis.window_fit import state_fit, state_fit_replicates
+    fa, fb = state_fit(a), state_fit(b)
+    ra, rb = state_fit_replicates(a), state_fit_replicates(b)
+    if ra is None or rb is None or fa.height == 0 or fb.height == 0:
+        return None
+    ok_a = {r["decoding"]: r["windows"] for r in fa.iter_rows(named=True) if not r["reason"]}
+    ok_b = {r["decoding"]: r["windows"] for r in fb.iter_rows(named=True) if not r["reason"]}
+    common = sorted(set(ok_a) & set(ok_b))
+    n = min(len(ra[2]), len(rb[2]))
+    if common:
+        ia = [ra[0].index(k) for k in common]
+        ib = [rb[0].index(k) for k in common]
+        wts = np.array([min(ok_a[k], ok_b[k]) for k in common], float)
+
+        def est(xa, xb):
+            return float(np.exp(np.dot(wts, np.log(xb[ib, 0] / xa[ia, 0])) / wts.sum()))
+        va = float(np.average(ra[1][ia, 0], weights=wts))
+        vb = float(np.average(rb[1][ib, 0], weights=wts))
+        how = "clean per stream (the fitted decode step)"
+        units = [int(sum(ok_a[k] for k in common)), int(sum(ok_b[k] for k in common))]
+    else:
+        from logscope.analysis.window_fit import served_units
+        why = "; ".join(sorted({r.split(":")[0] + ": not identified"
+                                for r in fa["reason"].to_list() + fb["reason"].to_list()
+                                if r}))
+        how = ("as served over each run's own states: no state identified on both sides "
+               f"({why})")
+        units = [int(fa["windows"].sum()), int(fb["windows"].sum())]
+        ia = ib = []
+        if "vllm" in (fa["engine"][0], fb["engine"][0]):
+            # vLLM: the fit's shares are no better than its terms: straight from the lines
+            r = _pooled_ratio(served_units(a), served_units(b), rng)
+            r.update(strata=[], weights=[], matched=(
+                f"; {how}, straight from the lines (a shorter stats interval, e.g. "
+                "VLLM_LOG_STATS_INTERVAL=1, gives intervals that each hold one state)"))
+            return r
+
+        def run(x, ks):   # tokens ÷ stream-seconds over the run's states
+            k = np.array(ks, float)
+            return float((x[:, 2] * x[:, 3]).sum() / (k * x[:, 3]).sum())
+
+        def est(xa, xb):
+            return run(xb, rb[0]) / run(xa, ra[0])
+        va, vb = run(ra[1], ra[0]), run(rb[1], rb[0])
+    ratio = est(ra[1], rb[1])
+    boots = [est(ra[2][i], rb[2][i]) for i in range(n)]
+    boots = [x for x in boots if math.isfinite(x)]
+    ci = [float(x) for x in np.percentile(boots, [2.5, 97.5])] if boots else None
+    return {"a": va, "b": vb, "ratio": ratio, "ci95": ci, "n": units, "strata": common,
+            "matched": f"; {how}" + (f", states {common[0]}–{common[-1]} decoding"
+                                     if common else ""),
+            "weights": [float(min(ok_a[k], ok_b[k])) for k in common]}
+
+
 def _decode_per_stream(a, b, names, rng) -> dict:
     (ua, ka), (ub, kb) = _decode_units(a), _decode_units(b)
     what = "decode per stream"
+    if ka == kb == "windows":
+        r = _window_decode(a, b, names, rng)
+        if r is not None:
+            row = _row("decode_per_stream", r, names, what)
+            row["states"] = [f"{k} decoding" for k in r["strata"]]
+            row["units"] = "window fit"
+            row["weights"] = r["weights"]
+            return row
     if ua.height == 0 or ub.height == 0:
         return _row("decode_per_stream", None, names, what,
                     "no decode figures on " + (names[0] if ua.height == 0 else names[1]))

@@ -539,6 +539,24 @@ def state_fit_replicates(logs) -> tuple[list[int], np.ndarray, np.ndarray] | Non
     return w.states, est, np.array(boots)
 
 
+def served_units(logs) -> tuple[np.ndarray, np.ndarray] | None:
+    """Per interval, straight from the lines: (tokens generated, stream-seconds = the running
+    count, the mean of its two ends, × the interval's seconds). Their pooled ratio is a stream's
+    decode as served over the run's own states, the figure a comparison falls back on when no
+    state is identified on both sides.
+
+    Example::
+
+        tok, ss = served_units(logscope.read("vllm.log")); tok.sum() / ss.sum()
+    """
+    w = _windows(logs)
+    if w is None:
+        return None
+    ks = np.array(w.states, float)
+    kbar = (ks[w.k0] + ks[w.k1]) / 2
+    return w.tok.sum(1), kbar * w.T
+
+
 def prefill_fit(logs, label: str | None = None) -> pl.DataFrame:
     """Prefill speed by depth band from the same fit (SGLang: the ``Prefill batch`` lines'
     ``#new-token`` at ``#cached-token``; vLLM: one band, no depth in its lines): per band the
@@ -603,5 +621,5 @@ def window_throughput(logs) -> dict | None:
     return {"tokens": tok, "seconds": span, "tps": tok / span if span > 0 else None}
 
 
-__all__ = ["state_fit", "state_fit_replicates", "prefill_fit", "window_throughput",
+__all__ = ["state_fit", "state_fit_replicates", "served_units", "prefill_fit", "window_throughput",
            "STATE_FIT_SCHEMA", "PREFILL_FIT_SCHEMA"]
