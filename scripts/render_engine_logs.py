@@ -62,7 +62,8 @@ def _wmedian(v, w) -> float:
     return float(v[np.searchsorted(c, c[-1] / 2)])
 
 
-def render(src: str, name: str) -> None:
+def render(src: str, name: str, vllm_interval: float = STATS_INTERVAL,
+           engines: tuple[str, ...] = ("sglang", "vllm")) -> None:
     logs = logscope.read(src)
     ph = _phases(logs).sort("t_start")
     dp = logs["decode_progress"]
@@ -171,7 +172,7 @@ def render(src: str, name: str) -> None:
                                           f"#running-req: {running}, #queue-req: 0, "))
             chunks.append({"prompt": i, "start": c + done, "depth": c + done + n / 2,
                            "tokens": n, "seconds": t1 - t0, "tps": n / (t1 - t0),
-                           "first": done == 0})
+                           "first": done == 0, "running": running})
             done += n
     lines.sort(key=lambda x: (x[0], x[1]))
     text = [f"[{(START + timedelta(seconds=tt)).strftime('%Y-%m-%d %H:%M:%S')}] {msg}"
@@ -179,12 +180,14 @@ def render(src: str, name: str) -> None:
     for engine in ("sglang", "vllm"):
         (ROOT / "fixtures" / engine / "rendered").mkdir(parents=True, exist_ok=True)
     out = str(ROOT / "fixtures" / "sglang" / "rendered" / name)
-    Path(out + ".log").write_text("\n".join(text) + "\n")
+    if "sglang" in engines:
+        Path(out + ".log").write_text("\n".join(text) + "\n")
     vout = str(ROOT / "fixtures" / "vllm" / "rendered" / name)
     windowed = [(wall(a), wall(a) + b - a, p) for a, b, p, _c, _x in prompts]
-    Path(vout + ".log").write_text(
-        "\n".join(_vllm(steps, windowed, streams, k_spec, wall, arrivals, prompts,
-                         lambda t: kv_at(t) / cap)) + "\n")
+    if "vllm" in engines:
+        Path(vout + ".log").write_text(
+            "\n".join(_vllm(steps, windowed, streams, k_spec, wall, arrivals, prompts,
+                             lambda t: kv_at(t) / cap, vllm_interval)) + "\n")
     truth: dict = {"source": f"rendered from {Path(src).name} by scripts/render_engine_logs.py",
                    "decode_per_stream": {}, "prefill_chunks": chunks}
     if spec:
@@ -220,12 +223,12 @@ def render(src: str, name: str) -> None:
     truth["run"] = {"tokens": tok_all, "span_s": span, "throughput": tok_all / span,
                     "served_per_stream": tok_all / sum(k * v["seconds"] for k, v in (
                         (int(k), v) for k, v in truth["states"].items()))}
-    for o in (out, vout):
+    for o in [x for x, e in ((out, "sglang"), (vout, "vllm")) if e in engines]:
         Path(o + ".truth.json").write_text(json.dumps(truth, indent=1) + "\n")
 
 
 def _vllm(steps, prompts, streams, k_spec: int, wall, arrivals, real_prompts,
-          usage) -> list[str]:
+          usage, interval: float = STATS_INTERVAL) -> list[str]:
     """vLLM V1 stats lines every STATS_INTERVAL of the rendered clock (and its SpecDecoding
     line when the run drafted, ``k_spec`` draft positions). ``prompts``: (start, end, tokens)
     on that clock. An interval with no token after one with none prints nothing (vLLM sends
@@ -235,7 +238,7 @@ def _vllm(steps, prompts, streams, k_spec: int, wall, arrivals, real_prompts,
     out, last_zero = [], True
     sw = np.array([x[8] for x in steps])
     while t < w_end:
-        t1 = t + STATS_INTERVAL
+        t1 = t + interval
         inside = [x for x, w in zip(steps, sw, strict=True) if t <= w < t1]
         gen = sum(x[5] for x in inside)
         pro = 0.0
@@ -253,8 +256,8 @@ def _vllm(steps, prompts, streams, k_spec: int, wall, arrivals, real_prompts,
         if not (zero and last_zero):
             stamp = (START + timedelta(seconds=t1)).strftime("%m-%d %H:%M:%S")
             out.append(f"INFO {stamp} [loggers.py:123] Engine 000: Avg prompt throughput: "
-                       f"{pro / STATS_INTERVAL:.1f} tokens/s, Avg generation throughput: "
-                       f"{gen / STATS_INTERVAL:.1f} tokens/s, Running: {decoding + prefilling} "
+                       f"{pro / interval:.1f} tokens/s, Avg generation throughput: "
+                       f"{gen / interval:.1f} tokens/s, Running: {decoding + prefilling} "
                        f"reqs, Waiting: {max(waiting, 0)} reqs, GPU KV cache usage: "
                        f"{100 * usage(real) if decoding else 0.0:.1f}%, "
                        "Prefix cache hit rate: 0.0%")
@@ -265,8 +268,8 @@ def _vllm(steps, prompts, streams, k_spec: int, wall, arrivals, real_prompts,
                 pos = ", ".join(f"{min(1.0, max(0.0, a - i)):.3f}" for i in range(k_spec))
                 out.append(f"INFO {stamp} [metrics.py:101] SpecDecoding metrics: Mean "
                            f"acceptance length: {1 + a:.2f}, Accepted throughput: "
-                           f"{acc / STATS_INTERVAL:.2f} tokens/s, Drafted throughput: "
-                           f"{drafts * k_spec / STATS_INTERVAL:.2f} tokens/s, Accepted: {acc} "
+                           f"{acc / interval:.2f} tokens/s, Drafted throughput: "
+                           f"{drafts * k_spec / interval:.2f} tokens/s, Accepted: {acc} "
                            f"tokens, Drafted: {drafts * k_spec} tokens, Per-position "
                            f"acceptance rate: {pos}, Avg Draft acceptance rate: "
                            f"{100 * acc / (drafts * k_spec):.1f}%")
@@ -276,4 +279,8 @@ def _vllm(steps, prompts, streams, k_spec: int, wall, arrivals, real_prompts,
 
 
 if __name__ == "__main__":
-    render(sys.argv[1], sys.argv[2])
+    # a third argument: render the vLLM log alone at that stats interval (VLLM_LOG_STATS_INTERVAL)
+    if len(sys.argv) > 3:
+        render(sys.argv[1], sys.argv[2], float(sys.argv[3]), ("vllm",))
+    else:
+        render(sys.argv[1], sys.argv[2])

@@ -51,6 +51,7 @@ so the lines cannot tell one from the other).
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -103,24 +104,37 @@ class _Windows:
     thr: np.ndarray                # (n,) SGLang whole-second stamps: gen throughput, else nan
     G: np.ndarray                  # (n,) tokens generated (vLLM)
     D: np.ndarray                  # (n,) KV tokens in use (SGLang #token; vLLM KV usage %)
+    lone: np.ndarray               # (n,) a prompt ran with no stream decoding (idle may too)
+    Nb: np.ndarray                 # (n,) prefill batches (SGLang lines) beside decode
+    Nch: np.ndarray                # (n, K+1) those batches per state charged
+    nbb: np.ndarray                # (B,) prefill batches per depth band
     notes: list[str] = field(default_factory=list)
 
     @property
     def fit(self) -> np.ndarray:
         """Intervals that run one state throughout: those the terms are fitted on (an
         interval whose running count changed says nothing of how its steps split)."""
-        return self.k0 == self.k1
+        return (self.k0 == self.k1) & ~self.lone
 
     @property
     def E(self) -> int:
         """1 when the lines carry the KV in use (a decode step's cost grows with it)."""
         return int(bool(np.nanmax(self.D) > 0)) if len(self.D) else 0
 
+    @property
+    def C(self) -> int:
+        """1 when the lines count prefill batches (SGLang): a batch costs a fixed time
+        (scheduling, launch) beside its tokens."""
+        return int(self.Nb.sum() > 0)
+
     def X(self) -> np.ndarray:
         cols = [self.S]
         if self.E:
             cols.append((self.S.sum(1) * self.D)[:, None])
-        return np.hstack(cols + [self.P])
+        cols.append(self.P)
+        if self.C:
+            cols.append(self.Nb[:, None])
+        return np.hstack(cols)
 
 
 def _bands(depths: np.ndarray) -> list[tuple[int, int]]:
@@ -168,6 +182,11 @@ def _sglang(logs) -> _Windows | None:
                 continue
             if prev is not None:
                 k0, k1, m = int(prev["run"] or 0), int(r["run"]), float(r["acc"] or 1.0)
+                seen = [run for _n, _d, run in pend if run > 0]
+                if k0 == k1 and seen and min(seen) < k0:
+                    # a prefill line printed fewer running: a stream ended and the prompt's
+                    # request joined after it, so part of the steps ran one state lower
+                    k1 = min(seen)
                 kbar = (k0 + k1) / 2 if k0 else k1
                 gen = DECODE_LOG_INTERVAL * kbar * m
                 T = (r["t"] - prev["t"]) if exact_t else gen / r["thr"]
@@ -175,7 +194,7 @@ def _sglang(logs) -> _Windows | None:
                     gen = r["thr"] * T
                 kv = np.nanmean([x if x is not None else np.nan
                                  for x in (prev["kv"], r["kv"])] + [np.nan])
-                rows.append((T, k0 or k1, k1, m, gen, pend,
+                rows.append((T, k0 or k1, k1 or k0, m, gen, pend,
                              float("nan") if exact_t else r["thr"],
                              0.0 if not np.isfinite(kv) else float(kv)))
             prev, pend = r, []
@@ -235,7 +254,9 @@ def _vllm(logs) -> _Windows | None:
             ka, kb = (k0 or k1), (k1 or k0)
             if not ka:
                 continue
-            pend = [(pro, 0.0, -1)] if pro > 0 else []
+            # after an idle stretch, or where one request runs at a time, the prompts ran
+            # with nothing decoding beside them (0); else beside the interval's streams (-1)
+            pend = [(pro, 0.0, 0 if (k0 == 0 or max_run <= 1) else -1)] if pro > 0 else []
             rows.append((T, ka, kb, m, gen, pend, float("nan"),
                          float(np.mean(kvs)) if kvs else 0.0))
     if not rows:
@@ -262,6 +283,8 @@ def _assemble(engine: str, rows: list, depths: np.ndarray, steps_known: bool) ->
     dsum, dtok = np.zeros(B), np.zeros(B)
     k0a, k1a, ma, thra, Ga, Da = (np.zeros(n, int), np.zeros(n, int), np.zeros(n),
                                   np.zeros(n), np.zeros(n), np.zeros(n))
+    lone = np.zeros(n, bool)
+    Nb, Nch, nbb = np.zeros(n), np.zeros((n, K + 1)), np.zeros(B)
     for i, (t, k0, k1, m, gen, pend, thr, kv) in enumerate(rows):
         T[i] = t
         k0a[i], k1a[i], ma[i], thra[i], Ga[i], Da[i] = ki[k0], ki[k1], m, thr, gen, kv
@@ -276,6 +299,11 @@ def _assemble(engine: str, rows: list, depths: np.ndarray, steps_known: bool) ->
                 S[i, ki[k]] += rs / sum(ks)
                 tok[i, ki[k]] += gen * k / sum(ks)
         for new, d, run in pend:
+            if run == 0:
+                # a prompt on a server with nothing decoding: its time, and any idle before
+                # it, is no stream's; the interval is not fitted, its decode counted as fitted
+                lone[i] = True
+                continue
             b = next(j for j, (lo, hi) in enumerate(bands) if d < hi or j == B - 1) \
                 if engine == "sglang" else 0
             P[i, b] += new
@@ -283,6 +311,10 @@ def _assemble(engine: str, rows: list, depths: np.ndarray, steps_known: bool) ->
             dtok[b] += new
             # the state charged: the running count printed on the prefill line (0: none)
             charge[i, b, ki.get(run, K) if run > 0 else K] += new
+            if engine == "sglang":
+                Nb[i] += 1
+                Nch[i, ki.get(run, K)] += 1
+                nbb[b] += 1
     # depth bands held by too few intervals join the band below (or above, for the first)
     keep = [j for j in range(B) if (P[:, j] > 0).sum() >= MIN_BAND_WINDOWS]
     if engine == "sglang" and keep and len(keep) < B:
@@ -292,23 +324,24 @@ def _assemble(engine: str, rows: list, depths: np.ndarray, steps_known: bool) ->
             to = max([x for x in keep if x < j], default=min(keep))
             P[:, to] += P[:, j]
             charge[:, to] += charge[:, j]
+            nbb[to] += nbb[j]
             dsum[to] += dsum[j]
             dtok[to] += dtok[j]
             lo = min(bands[to][0], bands[j][0])
             bands[to] = (lo, max(bands[to][1], bands[j][1]))
-        P, charge = P[:, keep], charge[:, keep]
+        P, charge, nbb = P[:, keep], charge[:, keep], nbb[keep]
         bands, dsum, dtok = [bands[j] for j in keep], dsum[keep], dtok[keep]
     live = dtok > 0 if engine == "sglang" else np.array([P.sum() > 0])
     if engine == "sglang":
-        P, charge = P[:, live], charge[:, live]
+        P, charge, nbb = P[:, live], charge[:, live], nbb[live]
         bands = [b for b, x in zip(bands, live, strict=True) if x]
         dsum, dtok = dsum[live], dtok[live]
     elif not live[0]:
-        P, charge, bands = P[:, :0], charge[:, :0], []
+        P, charge, bands, nbb = P[:, :0], charge[:, :0], [], nbb[:0]
         dsum, dtok = dsum[:0], dtok[:0]
     return _Windows(engine, states, bands, T, S, tok, P, charge, False,
                     np.where(dtok > 0, dsum / np.maximum(dtok, 1), 0.0),
-                    k0a, k1a, ma, thra, Ga, Da)
+                    k0a, k1a, ma, thra, Ga, Da, lone, Nb, Nch, nbb)
 
 
 def _windows(logs) -> _Windows | None:
@@ -328,10 +361,12 @@ def _merge_band(w: _Windows, j: int) -> None:
     w.depth[to] = (w.depth[to] * w.P[:, to].sum() + w.depth[j] * w.P[:, j].sum()) / tot
     w.P[:, to] += w.P[:, j]
     w.charge[:, to] += w.charge[:, j]
+    w.nbb[to] += w.nbb[j]
     lo, hi = min(w.bands[to][0], w.bands[j][0]), max(w.bands[to][1], w.bands[j][1])
     w.bands[to] = (lo, hi)
     keep = [x for x in range(len(w.bands)) if x != j]
     w.P, w.charge, w.depth = w.P[:, keep], w.charge[:, keep], w.depth[keep]
+    w.nbb = w.nbb[keep]
     w.bands = [w.bands[x] for x in keep]
 
 
@@ -341,7 +376,11 @@ def _fit(w: _Windows) -> tuple[np.ndarray, np.ndarray]:
     to the next; a last one at zero or below is dropped, with a note."""
     while True:
         beta, inl = _fit_once(w)
-        a = beta[len(w.states) + w.E:]
+        off = len(w.states) + w.E
+        a = beta[off:off + len(w.bands)]
+        if w.C and beta[-1] <= 0:   # no fixed cost per batch to be seen: tokens alone
+            w.Nb, w.Nch = np.zeros_like(w.Nb), np.zeros_like(w.Nch)
+            continue
         bad = np.flatnonzero(a <= 0)
         if len(bad) == 0:
             return beta, inl
@@ -350,7 +389,8 @@ def _fit(w: _Windows) -> tuple[np.ndarray, np.ndarray]:
             continue
         w.notes.append("prompt time not identified beside the decode steps: left at zero")
         w.P, w.charge, w.bands = w.P[:, :0], w.charge[:, :0], []
-        w.depth = w.depth[:0]
+        w.depth, w.nbb = w.depth[:0], w.nbb[:0]
+        w.Nb, w.Nch = np.zeros_like(w.Nb), np.zeros_like(w.Nch)
 
 
 def _fit_once(w: _Windows) -> tuple[np.ndarray, np.ndarray]:
@@ -360,6 +400,8 @@ def _fit_once(w: _Windows) -> tuple[np.ndarray, np.ndarray]:
         beta = _solve(w, np.flatnonzero(inl))
         z = w.T - w.X() @ beta
         ref = inl & w.fit
+        if not ref.any():
+            break
         med = np.median(z[ref])
         mad = 1.4826 * np.median(np.abs(z[ref] - med)) or 1e-9
         # idle or a stall: far above the others and more than the fitted time itself
@@ -372,22 +414,23 @@ def _fit_once(w: _Windows) -> tuple[np.ndarray, np.ndarray]:
 
 def _figures(w: _Windows, beta: np.ndarray, inl: np.ndarray, idx: np.ndarray) -> np.ndarray:
     """(K, 4): clean, served, aggregate per state, and the state's seconds."""
-    K, E = len(w.states), w.E
-    a = beta[K + E:]
+    K, E, B = len(w.states), w.E, len(w.bands)
+    a = beta[K + E:K + E + B]
+    c = beta[K + E + B] if w.C else 0.0
     S, tok, T, P, ch = w.S[idx], w.tok[idx], w.T[idx], w.P[idx], w.charge[idx]
     # a step's time per window and state: its state's term plus the KV term at its depth
     s = beta[:K][None, :] + (beta[K] * w.D[idx][:, None] if E else np.zeros((len(idx), 1)))
-    pre_total = P @ a if len(a) else np.zeros(len(idx))
+    pre_total = (P @ a if len(a) else np.zeros(len(idx))) + c * w.Nb[idx]
     S, tok, T = _split(w, idx, s, pre_total, S.copy(), tok.copy(), T.copy())
     dec = S * s                                   # (n, K) decode seconds per state
     model = dec.sum(1) + pre_total
     # observed seconds, shared out by the fit; idle and stalls (outliers) count as the fit says
-    f = np.where(inl[idx] & (model > 0), T / np.where(model > 0, model, 1), 1.0)
+    f = np.where(inl[idx] & ~w.lone[idx] & (model > 0), T / np.where(model > 0, model, 1), 1.0)
     if w.share:
         dshare = dec / np.maximum(dec.sum(1, keepdims=True), 1e-12)
         pre = pre_total[:, None] * dshare
     elif w.engine == "sglang" and len(a):
-        pre = np.einsum("nbk,b->nk", ch[:, :, :K], a)
+        pre = np.einsum("nbk,b->nk", ch[:, :, :K], a) + c * w.Nch[idx][:, :K]
     else:
         pre = np.zeros_like(dec)
     secs = (f[:, None] * (dec + pre)).sum(0)
@@ -480,17 +523,25 @@ def state_fit(logs, label: str | None = None) -> pl.DataFrame:
         if b is not None:
             boots.append(_figures(w, b, inl, idx))
     bs = np.array(boots) if boots else np.full((1, K, 5), np.nan)
-    with np.errstate(invalid="ignore"):
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)   # a state no resample could time
         lo, hi = np.nanpercentile(bs, 2.5, axis=0), np.nanpercentile(bs, 97.5, axis=0)
     rows = []
-    held = ((w.S > 0) & inl[:, None]).sum(0)
+    held = ((w.S > 0) & (inl & w.fit)[:, None]).sum(0)
+    alone = ((w.S > 0) & w.lone[:, None]).sum(0)
     for j, k in enumerate(w.states):
         steps, tok = float(w.S[:, j].sum()), float(w.tok[:, j].sum())
         reason = None
-        if held[j] < MIN_WINDOWS:
+        if held[j] < MIN_WINDOWS and alone[j] >= MIN_WINDOWS:
             reason = (f"{k} decoding: the step time is not identified: {held[j]} interval(s) "
-                      f"hold this state ({MIN_WINDOWS} needed)")
-        elif not (est[j, 0] > 0 and math.isfinite(est[j, 0])) \
+                      f"hold this state alone ({MIN_WINDOWS} needed); {alone[j]} more also hold "
+                      "a prompt run with nothing decoding beside it, whose time (and any idle "
+                      "before it) the lines cannot split from the steps")
+        elif held[j] < MIN_WINDOWS:
+            reason = (f"{k} decoding: the step time is not identified: {held[j]} interval(s) "
+                      f"run this state throughout ({MIN_WINDOWS} needed)")
+        elif not (est[j, 0] > 0 and math.isfinite(est[j, 0]) and math.isfinite(hi[j, 0])
+                  and math.isfinite(lo[j, 0])) \
                 or (hi[j, 0] - lo[j, 0]) > MAX_REL_WIDTH * est[j, 0]:
             reason = (f"{k} decoding: the step time is not identified: in the intervals that "
                       "hold this state its decode steps move with the prompt tokens, so the "
@@ -577,23 +628,32 @@ def prefill_fit(logs, label: str | None = None) -> pl.DataFrame:
     good = np.flatnonzero(inl)
     rng = np.random.default_rng(SEED)
     K += w.E
-    boots = np.array([_solve(w, rng.choice(good, len(good)))[K:] for _ in range(REPS)])
+    B = len(w.bands)
+    tokens = w.P.sum(0)
+
+    def rate(b: np.ndarray) -> np.ndarray:
+        """Per band: its tokens ÷ (their seconds per token + a fixed time per batch)."""
+        c = b[K + B] if w.C else 0.0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return tokens / (b[K:K + B] * tokens + c * w.nbb)
+    est = rate(beta)
+    boots = np.array([rate(_solve(w, rng.choice(good, len(good)))) for _ in range(REPS)])
     rows = []
     for j, (lo, hi) in enumerate(w.bands):
         a = beta[K + j]
-        blo, bhi = np.percentile(boots[:, j], [2.5, 97.5])
+        blo, bhi = np.nanpercentile(boots[:, j], [2.5, 97.5])
         held = int((w.P[:, j] > 0).sum())
         reason = None
         if held < MIN_BAND_WINDOWS:
             reason = f"{held} interval(s) hold prompts at this depth ({MIN_BAND_WINDOWS} needed)"
-        elif a <= 0 or blo <= 0 or (bhi - blo) > MAX_REL_WIDTH * a:
+        elif a <= 0 or blo <= 0 or (bhi - blo) > MAX_REL_WIDTH * est[j]:
             reason = ("the prompt term is not identified: its tokens are too few beside the "
                       "decode steps of their intervals")
         ok = reason is None
         rows.append({"label": lab, "depth_lo": lo, "depth_hi": hi, "depth": float(w.depth[j]),
-                     "tokens": float(w.P[:, j].sum()), "windows": held,
-                     "tps": 1 / a if ok else None, "tps_lo": 1 / bhi if ok else None,
-                     "tps_hi": 1 / blo if ok else None, "reason": reason})
+                     "tokens": float(tokens[j]), "windows": held,
+                     "tps": float(est[j]) if ok else None, "tps_lo": float(blo) if ok else None,
+                     "tps_hi": float(bhi) if ok else None, "reason": reason})
     return pl.DataFrame(rows, schema=PREFILL_FIT_SCHEMA)
 
 
@@ -621,5 +681,5 @@ def window_throughput(logs) -> dict | None:
     return {"tokens": tok, "seconds": span, "tps": tok / span if span > 0 else None}
 
 
-__all__ = ["state_fit", "state_fit_replicates", "served_units", "prefill_fit", "window_throughput",
+__all__ = ["state_fit", "state_fit_replicates", "served_units", "window_throughput",
            "STATE_FIT_SCHEMA", "PREFILL_FIT_SCHEMA"]
