@@ -404,6 +404,9 @@ def build_report(logs_list: list, labels: list[str] | None = None,
         out["time_budget"].append(time_budget(logs, name))
         out["cards"][name] = config_card(logs)
         out["findings"][name] = findings(logs, name)
+        if str(out["cards"][name].get("engine") or "") in ("sglang", "vllm"):
+            from logscope.analysis.window_fit import state_fit
+            h["window_fit"] = state_fit(logs, name).drop("label").to_dicts()
         out["headline"][name] = h
     for k in ("bench", "prefill_by_depth", "depth_profile", "decode_by_depth", "time_budget",
               "concurrency"):
@@ -417,6 +420,8 @@ def has_figures(rep: dict) -> bool:
         return True
     for h in rep["headline"].values():
         if h["decode"] or h["acceptance"]["n"] or h["prefill_points"] or h["aggregate"]:
+            return True
+        if any(not r["reason"] for r in h.get("window_fit", [])):
             return True
         if h.get("request_log"):
             return True
@@ -497,6 +502,26 @@ def fit_text(fit: dict) -> str:
     return out
 
 
+def _window_fit_lines(rows: list[dict], engine: str) -> list[str]:
+    """The window fit's figures per state (:mod:`logscope.analysis.window_fit`), or why a
+    state has none."""
+    out = []
+    for r in rows:
+        k = r["decoding"]
+        if r["reason"]:
+            out.append(f"- decode per stream: no figure at {r['reason']}")
+            continue
+        out.append(f"- decode per stream at {k} decoding (window fit, {r['windows']} intervals):"
+                   f" clean {_fmt(r['clean_per_stream'])} t/s ({_fmt(r['clean_lo'])}–"
+                   f"{_fmt(r['clean_hi'])}), as served {_fmt(r['served_per_stream'])} t/s "
+                   f"({_fmt(r['served_lo'])}–{_fmt(r['served_hi'])}), aggregate "
+                   f"{_fmt(r['aggregate'])} t/s over {_fmt(r['seconds'], 1)} s")
+    if engine == "vllm" and rows and all(r["reason"] for r in rows):
+        out.append("- (vLLM: with VLLM_LOG_STATS_INTERVAL=1 its intervals each hold one state "
+                   "and the step terms can be fitted)")
+    return out
+
+
 def render(rep: dict, fmt: str = "md") -> str:
     """Render a :func:`build_report` result as ``md``, ``csv`` (the bench table) or ``json``.
 
@@ -560,10 +585,8 @@ def render(rep: dict, fmt: str = "md") -> str:
                 what += f" at {d['decoding']} decoding, the state seen longest"
             lines.append(f"- decode t/s {what}: median {fmt_figure('decode_tps', d['median'])},"
                          f" range {_fmt(d['min'])}–{_fmt(d['max'])}, n = {d['n']}")
-        elif engine in ("sglang", "vllm"):
-            lines.append("- decode per stream: no clean window interval (each spans a prefill, "
-                         "a stall or a change in running requests; see the flags of "
-                         "`logscope.analysis.windows.decode_intervals`)")
+        if engine in ("sglang", "vllm"):
+            lines += _window_fit_lines(h.get("window_fit") or [], engine)
         a = h["acceptance"]
         if a["n"]:
             lines.append(f"- speculative: acceptance {fmt_figure('acceptance_rate', a['rate'])},"

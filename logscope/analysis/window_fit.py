@@ -192,11 +192,11 @@ def _sglang(logs) -> _Windows | None:
                 T = (r["t"] - prev["t"]) if exact_t else gen / r["thr"]
                 if exact_t:
                     gen = r["thr"] * T
-                kv = np.nanmean([x if x is not None else np.nan
-                                 for x in (prev["kv"], r["kv"])] + [np.nan])
+                kvs = [x for x in (prev["kv"], r["kv"]) if x is not None]
+                kv = sum(kvs) / len(kvs) if kvs else 0.0
                 rows.append((T, k0 or k1, k1 or k0, m, gen, pend,
                              float("nan") if exact_t else r["thr"],
-                             0.0 if not np.isfinite(kv) else float(kv)))
+                             float(kv) if math.isfinite(kv) else 0.0))
             prev, pend = r, []
     if not rows:
         return None
