@@ -56,9 +56,10 @@ def test_sglang_per_stream_decode_per_state_clean_and_served(name):
     assert checked >= 1
 
 
+@pytest.mark.parametrize("root", [SG, VL], ids=["sglang", "vllm"])
 @pytest.mark.parametrize("name", AGENT)
-def test_sglang_served_throughput_within_5pct(name):
-    log = SG / f"{name}.log"
+def test_served_throughput_within_5pct(name, root):
+    log = root / f"{name}.log"
     got = window_throughput(logscope.read(str(log)))
     assert got["tps"] == pytest.approx(_truth(log)["run"]["throughput"], rel=0.05)
 

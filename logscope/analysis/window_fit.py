@@ -659,7 +659,10 @@ def prefill_fit(logs, label: str | None = None) -> pl.DataFrame:
 
 def window_throughput(logs) -> dict | None:
     """Served throughput from window lines: all tokens generated ÷ the span from the first
-    interval's start to the last line (idle included, as a client sees it).
+    interval's start to the last line (idle included, as a client sees it). vLLM: the span
+    runs from the first to the last interval that computed a token; those two intervals are
+    partly idle (the run starts and ends inside them), so each counts the seconds its tokens
+    took at its neighbour's rate.
 
     Example::
 
@@ -671,7 +674,15 @@ def window_throughput(logs) -> dict | None:
     tok = float(w.tok.sum())
     if w.engine == "vllm":
         es, _ = with_time(table(logs, "engine_stats"))
-        span = float(es["t"].max() - es["t"].min()) + float(w.T[0])
+        act = es.filter((pl.col("gen_throughput").fill_null(0) > 0)
+                        | (pl.col("prompt_throughput").fill_null(0) > 0)).sort("t")
+        T = float(w.T[0])
+        g = act["gen_throughput"].fill_null(0).to_numpy()
+        span = float(act["t"].max() - act["t"].min()) + T
+        if len(g) >= 3:
+            for edge, nb in ((0, 1), (-1, -2)):
+                if g[nb] > 0:
+                    span -= T - min(T, T * g[edge] / g[nb])
     else:
         db = table(logs, "decode_batch")
         pb = table(logs, "prefill_batch")
