@@ -61,7 +61,8 @@ def states() -> None:
                     continue
                 r = sf.get(int(k), {})
                 why = r.get("reason") or ""
-                note = ("refused: " + why.split(": ", 1)[1][:90] + "…") if why else ""
+                note = ("refused: " + why.split(": ", 1)[1][:90] + "…") if why else (
+                    "" if r else "no line printed this running count")
                 print(f"| {eng}/{n} ({el:.2f} s) | {k} | {t['decode_seconds']:.1f} | "
                       f"{t['clean_per_stream']:.1f} | {f(r.get('clean_per_stream'))} | "
                       f"{pct(r.get('clean_per_stream'), t['clean_per_stream'])} | "
@@ -101,7 +102,8 @@ def prefill() -> None:
         chunks = truth(log)["prefill_chunks"]
         pts = prefill_points(logscope.read(str(log)))
         if pts.height == 0:
-            print(f"| sglang/{n} | — | — | — | none (no prompt of 2+ chunks) | — |")
+            print(f"| sglang/{n} | — | — | — | none (no chunked prompt timed: single chunks, "
+                  "or stretches under 4 s at whole-second stamps) | — |")
         for r in pts.iter_rows(named=True):
             best = None
             for p in {c["prompt"] for c in chunks if c["start"] == r["depth_start"]}:
