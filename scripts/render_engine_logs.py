@@ -63,7 +63,7 @@ def _wmedian(v, w) -> float:
 
 
 def render(src: str, name: str, vllm_interval: float = STATS_INTERVAL,
-           engines: tuple[str, ...] = ("sglang", "vllm")) -> None:
+           engines: tuple[str, ...] = ("sglang", "vllm"), sglang_ms: bool = False) -> None:
     logs = logscope.read(src)
     ph = _phases(logs).sort("t_start")
     dp = logs["decode_progress"]
@@ -175,8 +175,11 @@ def render(src: str, name: str, vllm_interval: float = STATS_INTERVAL,
                            "first": done == 0, "running": running})
             done += n
     lines.sort(key=lambda x: (x[0], x[1]))
-    text = [f"[{(START + timedelta(seconds=tt)).strftime('%Y-%m-%d %H:%M:%S')}] {msg}"
-            for tt, _o, msg in lines]
+    def stamp(tt: float) -> str:   # SGLANG_LOG_MS=1 (0.5.6+) adds .mmm
+        d = START + timedelta(seconds=tt)
+        return d.strftime("%Y-%m-%d %H:%M:%S") + (f".{d.microsecond // 1000:03d}"
+                                                   if sglang_ms else "")
+    text = [f"[{stamp(tt)}] {msg}" for tt, _o, msg in lines]
     for engine in ("sglang", "vllm"):
         (ROOT / "fixtures" / engine / "rendered").mkdir(parents=True, exist_ok=True)
     out = str(ROOT / "fixtures" / "sglang" / "rendered" / name)
@@ -279,8 +282,11 @@ def _vllm(steps, prompts, streams, k_spec: int, wall, arrivals, real_prompts,
 
 
 if __name__ == "__main__":
-    # a third argument: render the vLLM log alone at that stats interval (VLLM_LOG_STATS_INTERVAL)
-    if len(sys.argv) > 3:
+    # a third argument: "ms", the SGLang log alone with millisecond stamps (SGLANG_LOG_MS=1);
+    # a number, the vLLM log alone at that stats interval (VLLM_LOG_STATS_INTERVAL)
+    if len(sys.argv) > 3 and sys.argv[3] == "ms":
+        render(sys.argv[1], sys.argv[2], engines=("sglang",), sglang_ms=True)
+    elif len(sys.argv) > 3:
         render(sys.argv[1], sys.argv[2], float(sys.argv[3]), ("vllm",))
     else:
         render(sys.argv[1], sys.argv[2])

@@ -502,7 +502,7 @@ def fit_text(fit: dict) -> str:
     return out
 
 
-def _window_fit_lines(rows: list[dict], engine: str) -> list[str]:
+def _window_fit_lines(rows: list[dict]) -> list[str]:
     """The window fit's figures per state (:mod:`logscope.analysis.window_fit`), or why a
     state has none."""
     out = []
@@ -516,9 +516,6 @@ def _window_fit_lines(rows: list[dict], engine: str) -> list[str]:
                    f"{_fmt(r['clean_hi'])}), as served {_fmt(r['served_per_stream'])} t/s "
                    f"({_fmt(r['served_lo'])}–{_fmt(r['served_hi'])}), aggregate "
                    f"{_fmt(r['aggregate'])} t/s over {_fmt(r['seconds'], 1)} s")
-    if engine == "vllm" and rows and all(r["reason"] for r in rows):
-        out.append("- (vLLM: with VLLM_LOG_STATS_INTERVAL=1 its intervals each hold one state "
-                   "and the step terms can be fitted)")
     return out
 
 
@@ -586,7 +583,7 @@ def render(rep: dict, fmt: str = "md") -> str:
             lines.append(f"- decode t/s {what}: median {fmt_figure('decode_tps', d['median'])},"
                          f" range {_fmt(d['min'])}–{_fmt(d['max'])}, n = {d['n']}")
         if engine in ("sglang", "vllm"):
-            lines += _window_fit_lines(h.get("window_fit") or [], engine)
+            lines += _window_fit_lines(h.get("window_fit") or [])
         a = h["acceptance"]
         if a["n"]:
             lines.append(f"- speculative: acceptance {fmt_figure('acceptance_rate', a['rate'])},"

@@ -243,8 +243,8 @@ def _window_decode(a, b, names, rng) -> dict | None:
             # vLLM: the fit's shares are no better than its terms: straight from the lines
             r = _pooled_ratio(served_units(a), served_units(b), rng)
             r.update(strata=[], weights=[], matched=(
-                f"; {how}, straight from the lines (a shorter stats interval, e.g. "
-                "VLLM_LOG_STATS_INTERVAL=1, gives intervals that each hold one state)"))
+                f"; {how}, straight from the lines (VLLM_LOG_STATS_INTERVAL=1 in the server's "
+                "environment gives intervals that each hold one state)"))
             return r
 
         def run(x, ks):   # tokens ÷ stream-seconds over the run's states

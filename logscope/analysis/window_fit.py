@@ -108,13 +108,14 @@ class _Windows:
     Nb: np.ndarray                 # (n,) prefill batches (SGLang lines) beside decode
     Nch: np.ndarray                # (n, K+1) those batches per state charged
     nbb: np.ndarray                # (B,) prefill batches per depth band
+    split: np.ndarray              # (n,) a mixed interval whose split the lines fix (ms stamps)
     notes: list[str] = field(default_factory=list)
 
     @property
     def fit(self) -> np.ndarray:
         """Intervals that run one state throughout: those the terms are fitted on (an
         interval whose running count changed says nothing of how its steps split)."""
-        return (self.k0 == self.k1) & ~self.lone
+        return ((self.k0 == self.k1) | self.split) & ~self.lone
 
     @property
     def E(self) -> int:
@@ -283,16 +284,25 @@ def _assemble(engine: str, rows: list, depths: np.ndarray, steps_known: bool) ->
     dsum, dtok = np.zeros(B), np.zeros(B)
     k0a, k1a, ma, thra, Ga, Da = (np.zeros(n, int), np.zeros(n, int), np.zeros(n),
                                   np.zeros(n), np.zeros(n), np.zeros(n))
-    lone = np.zeros(n, bool)
+    lone, split = np.zeros(n, bool), np.zeros(n, bool)
     Nb, Nch, nbb = np.zeros(n), np.zeros((n, K + 1)), np.zeros(B)
     for i, (t, k0, k1, m, gen, pend, thr, kv) in enumerate(rows):
         T[i] = t
         k0a[i], k1a[i], ma[i], thra[i], Ga[i], Da[i] = ki[k0], ki[k1], m, thr, gen, kv
         ks = [k0] if k0 == k1 else [k0, k1]
-        if steps_known:   # SGLang: the line's forward steps, split evenly between the ends
+        N = DECODE_LOG_INTERVAL
+        if steps_known and len(ks) == 2 and not math.isfinite(thr):
+            # timestamps with milliseconds: the tokens (throughput × seconds) fix the split,
+            # m (k0 S0 + k1 (N - S0)) = tokens
+            s0 = min(max((gen / m - ks[1] * N) / (ks[0] - ks[1]), 0.0), N)
+            split[i] = True
+            for k, st in ((ks[0], s0), (ks[1], N - s0)):
+                S[i, ki[k]] += st
+                tok[i, ki[k]] += st * k * m
+        elif steps_known:   # SGLang: the line's forward steps, split evenly between the ends
             for k in ks:
-                S[i, ki[k]] += DECODE_LOG_INTERVAL / len(ks)
-                tok[i, ki[k]] += DECODE_LOG_INTERVAL / len(ks) * k * m
+                S[i, ki[k]] += N / len(ks)
+                tok[i, ki[k]] += N / len(ks) * k * m
         else:             # vLLM: request-steps = tokens ÷ tokens per step, shared evenly
             rs = gen / m
             for k in ks:
@@ -341,7 +351,7 @@ def _assemble(engine: str, rows: list, depths: np.ndarray, steps_known: bool) ->
         dsum, dtok = dsum[:0], dtok[:0]
     return _Windows(engine, states, bands, T, S, tok, P, charge, False,
                     np.where(dtok > 0, dsum / np.maximum(dtok, 1), 0.0),
-                    k0a, k1a, ma, thra, Ga, Da, lone, Nb, Nch, nbb)
+                    k0a, k1a, ma, thra, Ga, Da, lone, Nb, Nch, nbb, split)
 
 
 def _windows(logs) -> _Windows | None:
@@ -448,7 +458,7 @@ def _split(w: _Windows, idx: np.ndarray, s: np.ndarray, pre: np.ndarray, S: np.n
     """An interval whose running count changed from k0 to k1: the steps at k0 (S0) and at
     k1 that its seconds and tokens imply under the fitted step times (one unknown, one
     equation); the even split stays where that has no solution in range."""
-    mix = np.flatnonzero(w.k0[idx] != w.k1[idx])
+    mix = np.flatnonzero((w.k0[idx] != w.k1[idx]) & ~w.split[idx])
     if len(mix) == 0:
         return S, tok, T
     ii = idx[mix]
@@ -546,7 +556,13 @@ def state_fit(logs, label: str | None = None) -> pl.DataFrame:
             reason = (f"{k} decoding: the step time is not identified: in the intervals that "
                       "hold this state its decode steps move with the prompt tokens, so the "
                       "lines cannot tell one from the other (interval "
-                      f"{lo[j, 0]:.3g}–{hi[j, 0]:.3g} t/s)")
+                      f"{max(lo[j, 0], 0):.3g}–{hi[j, 0]:.3g} t/s)")
+        if reason and w.engine == "vllm":
+            reason += (f"; a shorter stats interval ({VLLM_INTERVAL_ENV}=1 in the server's "
+                       "environment) gives intervals that each hold one state")
+        elif reason and w.engine == "sglang" and np.isfinite(w.thr).any():
+            reason += ("; SGLANG_LOG_MS=1 (0.5.6+) prints milliseconds, so an interval whose "
+                       "running count changed is split by its own tokens and seconds")
         dec = float(est[j, 4])
         ok = reason is None
 
