@@ -3,7 +3,8 @@
     python bench/window_fit.py        # prints the tables of bench/RESULTS-windows.md
 
 Renderings: ``python scripts/render_engine_logs.py <corpus log> <name>`` (SGLang and vLLM at
-10 s), ``… <name>-interval1 1`` (vLLM alone at a 1 s stats interval). Per state with at least
+10 s), ``… <name>-interval1 1`` (vLLM alone at a 1 s stats interval), ``… <name>-ms ms``
+(SGLang alone with millisecond stamps). Per state with at least
 5 s of decode: truth against clean and as served per stream, aggregate; served throughput; mean
 accepted length; SGLang prefill by depth (consecutive chunks); compare's decode-per-stream
 ratio and interval against the truth's ratio.
@@ -48,8 +49,9 @@ def states() -> None:
     print("| log | state | decode s | truth clean | fit clean | Δ | truth served | fit served "
           "| Δ | truth agg | fit agg | Δ | note |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-    for eng, names in (("sglang", RUNS), ("vllm", RUNS + [f"sweep-np{k}-interval1"
-                                                           for k in (1, 2, 4)])):
+    ms = ["sweep-np2-ms", "sweep-np4-ms", "spec-c256k-np2-ms"]   # SGLANG_LOG_MS=1
+    for eng, names in (("sglang", RUNS + ms), ("vllm", RUNS + [f"sweep-np{k}-interval1"
+                                                                 for k in (1, 2, 4)])):
         for n in names:
             log = FIX / eng / "rendered" / f"{n}.log"
             t0 = time.perf_counter()
