@@ -250,7 +250,8 @@ def _vllm(steps, prompts, streams, k_spec: int, wall, arrivals, real_prompts,
             if hi > lo:
                 pro += p * (hi - lo) / (b - a)
         i = int(np.searchsorted(sw, t1, "right")) - 1
-        real = steps[i][4] if i >= 0 else 0.0   # the real time of the last step before t1
+        # the real time at the end of the last step before t1
+        real = steps[i][4] + steps[i][2] if i >= 0 else 0.0
         decoding = sum(1 for s in streams if s[0] <= real < s[1]) if i >= 0 else 0
         prefilling = sum(1 for a, b, _p in prompts if a <= t1 < b)
         waiting = (sum(1 for a in arrivals if a <= real)

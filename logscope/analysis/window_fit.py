@@ -35,8 +35,9 @@ Per state, two per-stream figures:
 * **as served**: the stream's tokens ÷ the time it was running, i.e. the state's own steps plus
   the prompts computed meanwhile (SGLang: each ``Prefill batch`` is charged to the state of its
   ``#running-req``; none when it is 0: a prompt alone on an idle server slows no stream; vLLM:
-  an interval's prompts are charged to its states by their share of its decode time, and to
-  none where the log never shows more than one request running). Each interval's observed
+  the lower of the interval's two ``Running`` counts, since a prompt runs before its request
+  joins the count; none after an idle gap or where the log never shows more than one request
+  running). Each interval's observed
   seconds are shared out by the fitted terms, so the seconds come from the lines and the fit
   only splits them.
 
@@ -96,7 +97,6 @@ class _Windows:
     tok: np.ndarray                # (n, K) tokens generated per state
     P: np.ndarray                  # (n, B) prompt tokens per band
     charge: np.ndarray             # (n, B, K) SGLang: prompt tokens per band charged to state
-    share: bool                    # vLLM: prompts charged by decode-time share
     depth: np.ndarray              # (B,) token-weighted mid depth per band
     k0: np.ndarray                 # (n,) state index at the interval's start
     k1: np.ndarray                 # (n,) state index at its end
@@ -109,13 +109,21 @@ class _Windows:
     Nch: np.ndarray                # (n, K+1) those batches per state charged
     nbb: np.ndarray                # (B,) prefill batches per depth band
     split: np.ndarray              # (n,) a mixed interval whose split the lines fix (ms stamps)
+    busy: np.ndarray = None        # (n,) share of the seconds the server was busy (vLLM edges)
+    edge: np.ndarray = None        # (n,) next to an idle stretch (vLLM): idle inside, not fitted
     notes: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if self.busy is None:
+            self.busy = np.ones(len(self.T))
+        if self.edge is None:
+            self.edge = np.zeros(len(self.T), bool)
 
     @property
     def fit(self) -> np.ndarray:
         """Intervals that run one state throughout: those the terms are fitted on (an
         interval whose running count changed says nothing of how its steps split)."""
-        return ((self.k0 == self.k1) | self.split) & ~self.lone
+        return ((self.k0 == self.k1) | self.split) & ~self.lone & ~self.edge
 
     @property
     def E(self) -> int:
@@ -233,10 +241,15 @@ def _vllm(logs) -> _Windows | None:
     max_run = int(df["run"].max() or 0)
     rows = []
     spec_lines = sorted(mal)
+    edges: list[tuple[bool, bool]] = []   # per row: starts after idle, ends before idle
     for _f, g in df.group_by("file", maintain_order=True):
         prev_t, prev_run, prev_kv = None, 0, None
-        for r in g.iter_rows(named=True):
+        gl = g.rows(named=True)
+        for li, r in enumerate(gl):
             T = interval
+            nxt = gl[li + 1] if li + 1 < len(gl) else None
+            ends_idle = (nxt is None or nxt["t"] - r["t"] > 1.5 * interval
+                         or not ((nxt["gthr"] or 0) > 0 or (nxt["pthr"] or 0) > 0))
             adjacent = prev_t is not None and r["t"] - prev_t <= 1.5 * interval
             k0 = prev_run if adjacent else 0
             k1 = int(r["run"] or 0)
@@ -257,14 +270,25 @@ def _vllm(logs) -> _Windows | None:
                 continue
             # after an idle stretch, or where one request runs at a time, the prompts ran
             # with nothing decoding beside them (0); else beside the interval's streams (-1)
-            pend = [(pro, 0.0, 0 if (k0 == 0 or max_run <= 1) else -1)] if pro > 0 else []
+            # a prompt runs before its request joins the running count: beside the lower of
+            # the interval's two counts
+            pend = [(pro, 0.0, 0 if (k0 == 0 or max_run <= 1) else min(ka, kb))] \
+                if pro > 0 else []
             rows.append((T, ka, kb, m, gen, pend, float("nan"),
                          float(np.mean(kvs)) if kvs else 0.0))
+            edges.append((k0 == 0, ends_idle))
     if not rows:
         return None
     w = _assemble("vllm", rows, np.array([0.0]), steps_known=False)
     if w is not None:
-        w.share = max_run > 1
+        # an interval at the edge of an idle stretch was busy part of its seconds only: its
+        # busy share is its tokens against its busy neighbour's (the run's pace there)
+        G = w.G
+        for i, (start, end) in enumerate(edges):
+            nb = i + 1 if start else i - 1
+            if (start or end) and 0 <= nb < len(G) and not any(edges[nb]) and G[nb] > 0:
+                w.busy[i] = min(1.0, G[i] / G[nb])
+            w.edge[i] = start or end
         if max_run <= 1:
             w.notes.append("the log never shows more than one request running: every prompt "
                            "ran alone, none is charged to a stream")
@@ -349,7 +373,7 @@ def _assemble(engine: str, rows: list, depths: np.ndarray, steps_known: bool) ->
     elif not live[0]:
         P, charge, bands, nbb = P[:, :0], charge[:, :0], [], nbb[:0]
         dsum, dtok = dsum[:0], dtok[:0]
-    return _Windows(engine, states, bands, T, S, tok, P, charge, False,
+    return _Windows(engine, states, bands, T, S, tok, P, charge,
                     np.where(dtok > 0, dsum / np.maximum(dtok, 1), 0.0),
                     k0a, k1a, ma, thra, Ga, Da, lone, Nb, Nch, nbb, split)
 
@@ -435,11 +459,9 @@ def _figures(w: _Windows, beta: np.ndarray, inl: np.ndarray, idx: np.ndarray) ->
     dec = S * s                                   # (n, K) decode seconds per state
     model = dec.sum(1) + pre_total
     # observed seconds, shared out by the fit; idle and stalls (outliers) count as the fit says
-    f = np.where(inl[idx] & ~w.lone[idx] & (model > 0), T / np.where(model > 0, model, 1), 1.0)
-    if w.share:
-        dshare = dec / np.maximum(dec.sum(1, keepdims=True), 1e-12)
-        pre = pre_total[:, None] * dshare
-    elif w.engine == "sglang" and len(a):
+    f = np.where(inl[idx] & ~w.lone[idx] & ~w.edge[idx] & (model > 0),
+                 T / np.where(model > 0, model, 1), 1.0)
+    if len(a):
         pre = np.einsum("nbk,b->nk", ch[:, :, :K], a) + c * w.Nch[idx][:, :K]
     else:
         pre = np.zeros_like(dec)
@@ -621,7 +643,7 @@ def served_units(logs) -> tuple[np.ndarray, np.ndarray] | None:
         return None
     ks = np.array(w.states, float)
     kbar = (ks[w.k0] + ks[w.k1]) / 2
-    return w.tok.sum(1), kbar * w.T
+    return w.tok.sum(1), kbar * w.T * w.busy
 
 
 def prefill_fit(logs, label: str | None = None) -> pl.DataFrame:
