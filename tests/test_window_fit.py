@@ -147,3 +147,22 @@ def test_compare_decode_interval_holds_the_truths_ratio(engine, pair, request):
         true = tb["run"]["served_per_stream"] / ta["run"]["served_per_stream"]
     assert d["ratio"] is not None, d["sentence"]
     assert d["ci95"][0] <= true <= d["ci95"][1], (d["sentence"], true)
+
+
+def test_report_prints_the_fit_per_state_or_the_reason_and_cure():
+    from click.testing import CliRunner
+
+    from logscope.cli import cli
+
+    sg = CliRunner().invoke(cli, ["report", str(SG / "sweep-np4.log")])
+    assert "decode per stream at 4 decoding (window fit" in sg.output
+    assert "clean" in sg.output and "as served" in sg.output
+    vl = CliRunner().invoke(cli, ["report", str(VL / "sweep-np4.log")])
+    assert "decode per stream: no figure at 4 decoding" in vl.output
+    assert "VLLM_LOG_STATS_INTERVAL=1" in vl.output
+
+
+def test_no_window_lines_no_rows():
+    log = next((FIXTURES / "llama-server").glob("*.log"))
+    assert state_fit(logscope.read(str(log))).height == 0
+    assert window_throughput(logscope.read(str(log))) is None
