@@ -6,47 +6,52 @@ idle time included (docs/engines.md cites the servers' code). Under agent traffi
 interval holds a prompt, so instead of dropping those intervals each one is read as an equation
 over its seconds::
 
-    T_i = Σ_k s_k · S_ik  +  Σ_b a_b · P_ib  (+ idle or a stall, which only adds time)
+    T_i = Σ_k s_k · S_ik + e · S_i · D_i + Σ_b a_b · P_ib + c · N_i  (+ idle or a stall)
 
 * ``S_ik``: forward steps the interval ran with ``k`` streams decoding. SGLang prints a
-  ``Decode batch`` line every ``decode_log_interval`` (40) forward steps, so ``S = 40``, split
-  between the running counts at its two ends when they differ. vLLM prints no step count: its
-  request-steps are the generated tokens ÷ tokens per step (``Mean acceptance length`` of the
-  ``SpecDecoding`` line where a draft runs, else 1), and ``S_ik`` = request-steps ÷ ``k``
-  (shared evenly between the two ends' ``Running`` counts when they differ).
+  ``Decode batch`` line every ``decode_log_interval`` (40) forward steps, so ``S = 40``; when
+  the running count differs at its ends (or on a ``Prefill batch`` line inside), the split
+  between the two counts comes from the interval's own tokens where the stamps carry
+  milliseconds, else from the fitted terms (such an interval is then not fitted). vLLM prints
+  no step count: its request-steps are the generated tokens ÷ tokens per step (``Mean
+  acceptance length`` of the ``SpecDecoding`` line where a draft runs, else 1), and ``S_ik`` =
+  request-steps ÷ ``k``, split like SGLang's between the two ends' ``Running``.
 * ``s_k``: the time of one forward step with ``k`` streams decoding, one free term per state
-  (a step's time is not linear in ``k`` on a real GPU at small batches; a free term per state
-  assumes nothing of the kind).
+  (a step's time is not linear in ``k`` on a real GPU at small batches).
+* ``D_i``: the KV in use (SGLang ``#token``, vLLM ``GPU KV cache usage``), ``e`` its cost per
+  step: decode slows as contexts grow.
 * ``P_ib``: prompt tokens computed in the interval in depth band ``b`` (SGLang: the ``Prefill
   batch`` lines between the two ``Decode batch`` lines, ``#new-token`` at depth
   ``#cached-token`` + half the chunk, octave bands from 1k tokens; vLLM: prompt throughput ×
   seconds, one band since its lines carry no depth). ``a_b``: seconds per prompt token there.
+  ``N_i``: SGLang's prefill batches beside decode, ``c`` a batch's fixed cost.
 
-The terms are fitted by weighted least squares (rows weighed 1/√T: an interval's timing noise
-grows with its length). Idle time and stalls only add time, so intervals whose residual is far
-above the others (``OUTLIER_SIGMA`` robust standard deviations) are left out and the fit
-repeated; their time then counts as the fit says it was used, the rest as idle. Intervals come
-from resampling the windows (``REPS`` times, seeded).
+The terms are fitted by least squares on the intervals that run one state throughout (or whose
+split their own tokens fix). An interval holding a prompt run with nothing decoding beside it
+(SGLang ``#running-req: 0``; vLLM after an idle gap) may hold idle before it too: not fitted,
+its prompt no stream's. Idle and stalls only add time: an interval more than
+``OUTLIER_SIGMA`` robust standard deviations and ``IDLE_FACTOR`` × its fitted time above the
+fit is left out and the fit repeated; its time then counts as the fit says it was used.
+Intervals come from resampling the windows (``REPS`` times, seeded).
 
 Per state, two per-stream figures:
 
-* **clean**: ``tokens per step ÷ s_k``, the decode step alone (what a stream would get with no
-  prompt beside it);
+* **clean**: tokens per step ÷ the state's fitted step time, the decode step alone (what a
+  stream would get with no prompt beside it);
 * **as served**: the stream's tokens ÷ the time it was running, i.e. the state's own steps plus
   the prompts computed meanwhile (SGLang: each ``Prefill batch`` is charged to the state of its
   ``#running-req``; none when it is 0: a prompt alone on an idle server slows no stream; vLLM:
   the lower of the interval's two ``Running`` counts, since a prompt runs before its request
   joins the count; none after an idle gap or where the log never shows more than one request
-  running). Each interval's observed
-  seconds are shared out by the fitted terms, so the seconds come from the lines and the fit
-  only splits them.
+  running). Each interval's observed seconds are shared out by the fitted terms, so the
+  seconds come from the lines and the fit only splits them.
 
 ``aggregate`` = k × as served (all tokens decoded in the state ÷ its seconds).
 
-A state is refused (``reason`` says why, the figures are null) when its step term is not
-identified: fewer than ``MIN_WINDOWS`` intervals hold it, or its interval is wider than
-``MAX_REL_WIDTH`` of the figure (its steps move with the prompts in the windows that hold it,
-so the lines cannot tell one from the other).
+A state is refused (``reason`` says why and which server setting cures it; the figures are
+null) when its step term is not identified: fewer than ``MIN_WINDOWS`` fitted intervals hold
+it, or its interval is wider than ``MAX_REL_WIDTH`` of the figure (its steps move with the
+prompts in the windows that hold it, so the lines cannot tell one from the other).
 """
 
 from __future__ import annotations
@@ -647,7 +652,10 @@ def served_units(logs) -> tuple[np.ndarray, np.ndarray] | None:
 
 
 def prefill_fit(logs, label: str | None = None) -> pl.DataFrame:
-    """Prefill speed by depth band from the same fit (SGLang: the ``Prefill batch`` lines'
+    """Not reported by logscope (docs/engines.md: on whole-second stamps the prompt term is not
+    identified beside agent traffic's decode); kept for inspecting the fit's prompt term.
+
+    Prefill speed by depth band from the same fit (SGLang: the ``Prefill batch`` lines'
     ``#new-token`` at ``#cached-token``; vLLM: one band, no depth in its lines): per band the
     prompt tokens it held, ``tps`` = 1 ÷ the fitted seconds per token, its 95 % interval, and
     ``reason`` when refused (fewer than ``MIN_BAND_WINDOWS`` intervals, or an interval wider
