@@ -506,6 +506,9 @@ def _window_fit_lines(rows: list[dict]) -> list[str]:
     """The window fit's figures per state (:mod:`logscope.analysis.window_fit`), or why a
     state has none."""
     out = []
+    if rows and all(r["reason"] for r in rows):
+        out.append("- decode per stream: no clean window interval, and no state identified by "
+                   "the window fit (docs/engines.md); per state:")
     for r in rows:
         k = r["decoding"]
         if r["reason"]:
