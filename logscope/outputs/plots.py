@@ -695,9 +695,9 @@ def card(logs, label: str | None = None, verdicts: list[dict] | None = None) -> 
                           else "server window average"))
     if h["aggregate"]:
         g = h["aggregate"]
-        hl.append(f"{g['active']}-way aggregate decode "
+        hl.append(f"decode rate while {g['active']} decode "
                   f"{fmt_figure('aggregate_decode', g['mean_tps'])} t/s "
-                  f"({g['active']} decoding, all tokens ÷ seconds)")
+                  f"(all tokens ÷ seconds in that state; not throughput)")
     p = h["pressure"]
     if not p["message"]:
         hl.append(f"retracts {p['retracted']}, preemptions {p['preempted']}, other events "
