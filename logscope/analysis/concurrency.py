@@ -28,8 +28,10 @@ Every table, plot, headline and the verdict that speaks of concurrency takes it 
   decoded in it, ``aggregate_tps`` = tokens ÷ seconds (the rate *while* k streams decode, not
   the throughput a workload gets: see :mod:`logscope.analysis.served`), ``per_stream_tps`` =
   aggregate ÷ k (the same tokens and seconds, so at k = 1 they are one number), and beside them
-  ``median_request_tps``: the median exact rate of the requests that decoded mostly in the state
-  (SGLang/vLLM: the seconds-weighted median of its clean windows), labelled as such.
+  ``median_request_tps``: the median exact rate of the requests that decoded wholly in the state
+  (``ALONE_SHARE`` of their decode; where fewer than ``MIN_PURE`` did, of those that decoded
+  mostly in it; SGLang/vLLM: the seconds-weighted median of its clean windows), labelled as such:
+  a request's rate counts its stalls, the state's rates do not.
   ``(1, 0)`` is "alone on the GPU"; ``(1, 1)`` is "decoding while another slot prefills".
 * :func:`request_concurrency`: per llama-server request, the state it decoded in most, whether it
   decoded alone, and ``others_max``: the most other requests in progress at once beside it.
@@ -44,6 +46,7 @@ from logscope.analysis._util import EXACT, WINDOW, label_of, table
 
 MIN_SAMPLE_TOKENS = 16   # a piece shorter than this is too short to be a rate of its own
 ALONE_SHARE = 0.98       # a request "ran alone" when this share of its decode was in (1, 0)
+MIN_PURE = 3             # requests wholly in a state that make its median request alone
 STATES = ("decode", "prefill", "stall", "idle")
 
 TIMELINE_SCHEMA = {"label": pl.String, "file": pl.String, "run": pl.Int32, "t0": pl.Float64,
@@ -384,11 +387,17 @@ def concurrency(logs, label: str | None = None) -> pl.DataFrame:
                                                    g["seconds"].to_numpy()), g.height))
     else:           # requests by the state they decoded in most: their exact rates
         rc = request_concurrency(logs, lab, ph_states=(segs, s))
-        dom = _dominant(s)
-        got = dom.join(rc.select(*KEY, "decode_tps", "gen_tokens"), on=KEY, how="left").filter(
+        share = s.with_columns((pl.col("seconds") / pl.col("seconds").sum().over(KEY))
+                               .alias("_share")).cast({"file": pl.String, "run": pl.Int32})
+        dom = _dominant(s).drop("alone")
+        rate = rc.select(*KEY, "decode_tps", "gen_tokens").filter(
             pl.col("gen_tokens") >= MIN_SAMPLE_TOKENS, pl.col("decode_tps").is_not_null())
-        for (k, j), g in got.group_by(["decoding", "prefilling"]):
-            med_rows.append((k, j, float(g["decode_tps"].median()), g.height))
+        pure = share.filter(pl.col("_share") >= ALONE_SHARE).join(rate, on=KEY)
+        mostly = dom.join(rate, on=KEY)
+        for (k, j), g in mostly.group_by(["decoding", "prefilling"]):
+            p = pure.filter(pl.col("decoding") == k, pl.col("prefilling") == j)
+            use = p if p.height >= MIN_PURE else g    # wholly in the state, else mostly
+            med_rows.append((k, j, float(use["decode_tps"].median()), use.height))
     med = pl.DataFrame(med_rows, schema={"decoding": pl.Int16, "prefilling": pl.Int16,
                                          "median_request_tps": pl.Float64, "n": pl.Int64},
                        orient="row")

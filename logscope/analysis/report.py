@@ -201,7 +201,8 @@ def window_table(logs, label: str | None = None) -> pl.DataFrame:
     lab = label_of(logs, label)
     rows: list[dict] = []
     c = concurrency(logs, lab).filter(pl.col("source") == "window intervals",
-                                      pl.col("prefilling") == 0, pl.col("decoding") > 0)
+                                      pl.col("prefilling") == 0, pl.col("decoding") > 0,
+                                      pl.col("median_request_tps").is_not_null())
     if c.height:
         w = decode_intervals(logs, lab).filter(pl.col("flag").is_null(),
                                                pl.col("prefilling") == 0)

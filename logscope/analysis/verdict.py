@@ -369,10 +369,12 @@ def _trade(rows: list[dict], names: tuple[str, str]) -> dict:
         tail = " — a trade, neither is simply faster"
     elif st and sp:
         tail = f" — {b if st > 0 else a} is faster both ways"
-    elif st or sp:
-        tail = " — the other side of the trade shows no clear difference"
+    elif sp:
+        tail = " — clear per stream; throughput's 95 % interval holds 1"
+    elif st:
+        tail = " — clear in throughput; per stream's 95 % interval holds 1"
     else:
-        tail = " — no clear difference on either side"
+        tail = " — neither difference is clear (both 95 % intervals hold 1)"
     out.update(a=None, b=None, ratio=t["ratio"], ci95=t.get("ci95"), n=t["n"],
                per_stream_ratio=p["ratio"], per_stream_ci95=p.get("ci95"),
                sentence=both + tail)
