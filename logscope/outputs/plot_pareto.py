@@ -35,7 +35,7 @@ def draw_pareto(ax, logs_list: list, names: list[str], small: bool = False) -> i
         fig = Figure(); ax = fig.add_subplot()
         draw_pareto(ax, [logscope.read("np1.log"), logscope.read("np4.log")], ["np1", "np4"])
     """
-    drawn = 0
+    drawn, top_x, top_y = 0, 0.0, 0.0
     for i, (lg, name) in enumerate(zip(logs_list, names, strict=True)):
         c = COLORS[i % len(COLORS)]
         st = streams(lg, name).drop_nulls("aggregate_tps")
@@ -55,6 +55,7 @@ def draw_pareto(ax, logs_list: list, names: list[str], small: bool = False) -> i
                 (ln,) = ax.plot(x[f], y[f], color=c, lw=1.2, ls="-")
                 ln.set_gid(f"{name}|pareto_frontier")
             drawn += st.height
+            top_x, top_y = max(top_x, float(x.max())), max(top_y, float(y.max()))
         s = served(lg, name)
         if s["throughput_tps"] and s["per_stream_tps"]:
             sc = ax.scatter([s["per_stream_tps"]], [s["throughput_tps"]], marker="*",
@@ -62,8 +63,10 @@ def draw_pareto(ax, logs_list: list, names: list[str], small: bool = False) -> i
                             label=f"{name}: as served ({s['throughput_tps']:,.0f} t/s "
                                   f"throughput, {s['per_stream_tps']:,.0f} t/s per stream)")
             sc.set_gid(f"{name}|pareto_served")
-    ax.set_xlim(left=0)
-    ax.set_ylim(bottom=0)
+            top_x = max(top_x, s["per_stream_tps"])
+            top_y = max(top_y, s["throughput_tps"])
+    ax.set_xlim(0, 1.12 * top_x or 1)
+    ax.set_ylim(0, 1.12 * top_y or 1)
     ax.set_xlabel("per-stream decode t/s")
     ax.set_ylabel("aggregate t/s (all streams)")
     return drawn
