@@ -466,8 +466,8 @@ def served_lines(s: dict | None) -> list[str]:
     if not s or not s.get("throughput_tps"):
         return []
     out = [f"- served throughput: {_fmt(s['throughput_tps'])} t/s "
-           f"({s['completion_tokens']:,.0f} completion tokens ÷ {_fmt(s['span_s'], 1)} s from "
-           f"first arrival to last response; {_fmt(s['busy_tps'])} t/s per busy second)"]
+           f"({s['completion_tokens']:,.0f} completion tokens ÷ {_fmt(s['span_s'], 1)} s "
+           f"{s['span_basis']}; {_fmt(s['busy_tps'])} t/s per busy second)"]
     if s.get("per_stream_tps"):
         out.append(f"- speed per stream as served: {_fmt(s['per_stream_tps'])} t/s "
                    f"({s['per_stream_source']}, n = {s['per_stream_n']}; up to "

@@ -43,7 +43,7 @@ SERVED_SCHEMA = {"label": pl.String, "completion_tokens": pl.Float64, "requests"
                  "per_stream_n": pl.Int64, "decode_s": pl.Float64,
                  "decode_prefill_s": pl.Float64, "prefill_s": pl.Float64,
                  "stall_s": pl.Float64, "idle_s": pl.Float64, "max_streams": pl.Int64,
-                 "slots": pl.Int64, "per_stream_source": pl.String}
+                 "slots": pl.Int64, "per_stream_source": pl.String, "span_basis": pl.String}
 STREAMS_SCHEMA = {"label": pl.String, "decoding": pl.Int16, "seconds": pl.Float64,
                   "tokens": pl.Float64, "aggregate_tps": pl.Float64,
                   "per_stream_tps": pl.Float64, "gain_tps": pl.Float64,
@@ -148,7 +148,9 @@ def served(logs, label: str | None = None) -> dict:
         decode_s=secs.get("decode", 0.0), decode_prefill_s=secs.get("decode + prefill", 0.0),
         prefill_s=secs.get("prefill", 0.0), stall_s=secs.get("stall", 0.0),
         idle_s=secs.get("idle", 0.0),
-        max_streams=int(st["decoding"].max() or 0), slots=_slots(logs))
+        max_streams=int(st["decoding"].max() or 0), slots=_slots(logs),
+        span_basis="between the first and last window lines" if st["t0"].null_count()
+        else "from first arrival to last response")
     return out
 
 
