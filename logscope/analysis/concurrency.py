@@ -39,6 +39,8 @@ Every table, plot, headline and the verdict that speaks of concurrency takes it 
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 import polars as pl
 
@@ -271,12 +273,29 @@ def _window_states(logs, lab: str) -> tuple[pl.DataFrame, pl.DataFrame]:
     return segs.cast(STATES_SCHEMA), s
 
 
+_MEMO: dict[tuple, tuple] = {}   # (logs, tables, label) → (weak ref, result): reports ask often
+
+
 def _states(logs, lab: str) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """(segments of every state, decode samples) from one reading of the phases or windows."""
+    """(segments of every state, decode samples) from one reading of the phases or windows;
+    remembered for the same ingest (the same table objects) and label."""
+    tables = getattr(logs, "tables", None) or {}
+    key = (id(logs), lab, *(id(tables.get(n)) for n in
+                            ("requests", "decode_progress", "decode_batch", "engine_stats")))
+    hit = _MEMO.get(key)
+    if hit is not None and hit[0]() is logs:
+        return hit[1]
     ph = _phases(logs)
-    if ph is not None and ph.height:
-        return _llama_states(logs, ph, lab)
-    return _window_states(logs, lab)
+    out = _llama_states(logs, ph, lab) if ph is not None and ph.height \
+        else _window_states(logs, lab)
+    try:
+        ref = weakref.ref(logs)
+    except TypeError:       # an object that cannot be referred to weakly: not remembered
+        return out
+    if len(_MEMO) >= 16:
+        _MEMO.pop(next(iter(_MEMO)))
+    _MEMO[key] = (ref, out)
+    return out
 
 
 def states(logs, label: str | None = None) -> pl.DataFrame:
