@@ -16,10 +16,12 @@ workload visits many concurrency states in one log, so each is a point here, at 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 from matplotlib.figure import Figure
 
-from logscope.analysis._util import NoData
+from logscope.analysis._util import NoData, label_of
 from logscope.analysis.served import frontier, served, streams
 
 COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2",
@@ -93,13 +95,15 @@ def plot_pareto(logs_list, labels=None) -> Figure:
 
         plot_pareto([logscope.read("np1.log"), logscope.read("np4.log")]).savefig("pareto.png")
     """
-    from logscope.outputs.plots import _as_list, _files
-
-    logs_list, names = _as_list(logs_list, labels)
+    if not isinstance(logs_list, (list, tuple)):
+        logs_list = [logs_list]
+    labels = list(labels or []) + [None] * len(logs_list)
+    names = [label_of(lg, lab) for lg, lab in zip(logs_list, labels, strict=False)]
     fig = Figure(figsize=(8.5, 6.4), dpi=100, layout="constrained")
     ax = fig.add_subplot()
     if draw_pareto(ax, logs_list, names) == 0:
-        raise NoData(f"no decode state in {_files(logs_list)}")
+        files = [Path(f.file).name for lg in logs_list for f in getattr(lg, "files", [])]
+        raise NoData(f"no decode state in {', '.join(files) or 'the input'}")
     ax.grid(True, alpha=0.3)
     ax.set_title("Passive Pareto: each point a concurrency state the workload visited "
                  "(label = streams decoding)\nline = each log's frontier; ★ = what the "
