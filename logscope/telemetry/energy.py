@@ -42,13 +42,18 @@ RUN_SCHEMA: dict[str, Any] = {
     "file": pl.String, "run": pl.Int32, "clock_offset_s": pl.Float64,
     "clock_offset_source": pl.String, "clock_fit_r": pl.Float64,
     "clock_fit_spread_s": pl.Float64, "clock_fit_coverage": pl.Float64,
-    "gpus": pl.List(pl.Int16), "window_s": pl.Float64,
+    "clock_fit_score": pl.Float64, "clock_runner_up_s": pl.Float64,
+    "clock_runner_up_score": pl.Float64,
+    "gpus": pl.List(pl.Int16), "telemetry": pl.List(pl.String), "window_s": pl.Float64,
     "covered_s": pl.Float64, "total_j": pl.Float64, "idle_j": pl.Float64,
     "idle_w": pl.Float64, "net_of_idle": pl.Boolean, "mean_power_w": pl.Float64,
     "busy_power_w": pl.Float64, "power_limit_w": pl.Float64, "prefill_j": pl.Float64,
     "decode_j": pl.Float64, "prompt_tokens": pl.Int64, "gen_tokens": pl.Int64,
     "prefill_j_per_token": pl.Float64, "decode_j_per_token": pl.Float64,
     "decode_tps_per_w": pl.Float64,
+    "run_t0": pl.Float64, "run_t1": pl.Float64, "run_j": pl.Float64, "work_s": pl.Float64,
+    "work_j": pl.Float64, "completion_tokens": pl.Int64, "run_j_per_token": pl.Float64,
+    "work_j_per_token": pl.Float64,
 }
 
 
@@ -122,6 +127,7 @@ class Power:
             c = np.concatenate([[0.0], np.cumsum(np.diff(t) * (p[1:] + p[:-1]) / 2)])
             self.series.append((t, p, c))
         self.samples = s
+        self.files = sorted(s["file"].drop_nulls().unique().to_list())
         limit = s.group_by("gpu").agg(pl.col("power_limit_w").median())["power_limit_w"]
         self.power_limit_w = float(limit.sum()) if limit.null_count() < limit.len() else None
 
@@ -276,6 +282,24 @@ def _reference(power: Power, col: str) -> tuple[np.ndarray, np.ndarray] | None:
     return ref["ts"].dt.epoch("us").cast(pl.Float64).to_numpy() / 1e6, y
 
 
+def signals_of(power: Power) -> dict[str, tuple[np.ndarray, np.ndarray, float]]:
+    """The telemetry signals the clock is placed by: utilisation (averaged over the GPUs) and
+    power (summed), each ``(sample times (Unix s), values, the window a sample averages)``;
+    a signal that does not vary is left out.
+
+    Example: ``signals_of(Power(read_samples(["gpu.csv"])))["power_w"][1].mean()``
+    """
+    from logscope.telemetry.placement import POWER_WINDOW_S as PW
+    from logscope.telemetry.placement import UTIL_WINDOW_S as UW
+
+    out = {}
+    for col, w in (("util_gpu_pct", UW), ("power_w", PW)):
+        ref = _reference(power, col)
+        if ref is not None:
+            out[col] = (ref[0], ref[1], w)
+    return out
+
+
 def estimate_offset(st: pl.DataFrame, power: Power, log_end: float) -> dict[str, float] | None:
     """The wall-clock time (Unix s) of a run's log zero that best lines its computing stretches
     up with the GPUs' utilisation and power.
@@ -399,7 +423,8 @@ def _run_ends(logs) -> pl.DataFrame:
 
 def attach(logs, samples: pl.DataFrame | dict[str, pl.DataFrame] | None, *,
            start_time: float | dict[str, float] | None = None,
-           gpus: list[int] | None = None, net_of_idle: bool = False, strict_clock: bool = True):
+           gpus: list[int] | None = None, net_of_idle: bool = False, strict_clock: bool = True,
+           work: pl.DataFrame | None = None):
     """Join GPU telemetry to an ingest: ``gpu_samples``, ``energy_runs`` and the requests'
     ``energy_j``, ``prefill_energy_j``, ``decode_energy_j`` (null without telemetry).
 
@@ -410,7 +435,11 @@ def attach(logs, samples: pl.DataFrame | dict[str, pl.DataFrame] | None, *,
     take their clock from the log or the estimate). ``gpus``: the GPU indices the server
     used (default: all in the telemetry). Each run's clock is placed alone; an estimate that
     :func:`weak_fit` finds weak raises :class:`ClockError` naming the file (with
-    ``strict_clock=False`` the run gets no energy instead). Returns ``logs`` (tables updated).
+    ``strict_clock=False`` the run gets no energy instead). ``work``: the state timeline of
+    ``logs`` (``logscope.analysis.concurrency.timeline``: ``file``, ``run``, ``t0``, ``t1``,
+    ``decoding``, ``prefilling``), the intervals with work in progress that place an estimated
+    clock and bound the busy-only energy; without it, the same intervals from the requests'
+    prefill and decode stretches (:func:`work_segments`). Returns ``logs`` (tables updated).
 
     Example: ``attach(logscope.read("server.log"), read_samples(["gpu.csv"]))``
     """
@@ -454,31 +483,40 @@ def attach(logs, samples: pl.DataFrame | dict[str, pl.DataFrame] | None, *,
             continue
         log_end = ends.filter(pl.col("file") == file, pl.col("run") == run)["t_end"]
         log_end = float(log_end.max()) if log_end.len() else float(one["t1"].max())
-        fit = {"r": None, "spread_s": None, "coverage": None}
+        fit: dict[str, Any] = {}
+        seg = _segments(work, file, run, one)
         given = start_time.get(file) if isinstance(start_time, dict) else start_time
         if given is not None and run == first_run.get(file):
             offset, source = float(given), "given"
         elif (o := _log_clock(logs, file, run)) is not None:
             offset, source = o, "log"
         else:
-            est = estimate_offset(one, power, log_end)
+            from logscope.telemetry.placement import Work, place, refusal
+
+            est = place(Work(seg, log_end), signals_of(power))
             if est is None:
                 continue
-            why = weak_fit(est)
+            why = refusal(est)
             if why is not None:
                 if not strict_clock:
                     continue
                 what = file + (f" (server run {run})" if first_run.get(file) != run else "")
                 raise ClockError(
-                    f"{what}: cannot place this log on the telemetry's clock ({why}): the "
-                    "telemetry may belong to another run; give --start-time (when this server "
-                    "started, ISO 8601 or Unix seconds) or pair it as LOG=CSV")
+                    f"{what}: cannot place this log on the telemetry's clock: {why}; give "
+                    "--start-time (when this server started, ISO 8601 or Unix seconds) or pair "
+                    "it with its own telemetry as LOG=CSV")
             offset, source, fit = est["offset_s"], "estimated", est
         row, energy = _run_energy(one, power, offset, log_end, net_of_idle)
+        gen = req.filter(pl.col("file") == file, pl.col("run").cast(pl.Int32) == run)
+        row |= _whole_run(one, seg, power, offset, int(gen["gen_tokens"].fill_null(0).sum()))
         runs.append({"file": file, "run": run, "clock_offset_s": offset,
-                     "clock_offset_source": source, "clock_fit_r": fit["r"],
-                     "clock_fit_spread_s": fit["spread_s"],
-                     "clock_fit_coverage": fit["coverage"], "gpus": power.gpus, **row})
+                     "clock_offset_source": source, "clock_fit_r": fit.get("r"),
+                     "clock_fit_spread_s": fit.get("spread_s"),
+                     "clock_fit_coverage": fit.get("coverage"),
+                     "clock_fit_score": fit.get("score"),
+                     "clock_runner_up_s": fit.get("runner_up_s"),
+                     "clock_runner_up_score": fit.get("runner_up_score"), "gpus": power.gpus,
+                     "telemetry": power.files, **row})
         parts.append(one.with_columns(pl.Series("energy", energy, dtype=pl.Float64)))
     key = ["file", "run", "slot", "task"]
     if parts:
@@ -499,6 +537,59 @@ def attach(logs, samples: pl.DataFrame | dict[str, pl.DataFrame] | None, *,
     df = pl.DataFrame(runs, schema=RUN_SCHEMA) if runs else pl.DataFrame(schema=RUN_SCHEMA)
     logs.tables["energy_runs"] = df
     return logs
+
+
+def work_segments(st: pl.DataFrame) -> np.ndarray:
+    """The intervals with work in progress of one run from its stretches (``t0``, ``t1``,
+    requests decoding, requests prefilling), as the state timeline draws them for
+    llama-server: a request prefills over its prefill stretch and decodes over its decode
+    stretch; a request without timings counts as decoding while active.
+
+    Example: ``work_segments(stretches(logs["requests"]))``
+    """
+    iv = st.filter(pl.col("phase") != "wait", pl.col("t1") > pl.col("t0"))
+    ev: dict[float, list[int]] = {}
+    for a, b, ph in iv.select("t0", "t1", "phase").iter_rows():
+        d, p = (0, 1) if ph == "prefill" else (1, 0)
+        for t, sign in ((a, 1), (b, -1)):
+            e = ev.setdefault(t, [0, 0])
+            e[0] += sign * d
+            e[1] += sign * p
+    ts = sorted(ev)
+    rows, k, j = [], 0, 0
+    for t0, t1 in zip(ts, ts[1:], strict=False):
+        k += ev[t0][0]
+        j += ev[t0][1]
+        if k > 0 or j > 0:
+            rows.append((t0, t1, k, j))
+    return np.array(rows, dtype=np.float64).reshape(-1, 4)
+
+
+def _segments(work: pl.DataFrame | None, file: str, run: int, st: pl.DataFrame) -> np.ndarray:
+    if work is not None and work.height:
+        w = work.filter(pl.col("file") == file, pl.col("run").cast(pl.Int32) == run,
+                        (pl.col("decoding") > 0) | (pl.col("prefilling") > 0))
+        if w.height:
+            return w.select(pl.col("t0", "t1", "decoding", "prefilling").cast(pl.Float64)) \
+                .to_numpy()
+    return work_segments(st)
+
+
+def _whole_run(st: pl.DataFrame, seg: np.ndarray, power: Power, offset: float,
+               tok: int) -> dict[str, Any]:
+    """Energy of the whole run: from the first request's arrival (its launch) to the last
+    response (the last release), idle and stalls included (``run_j``), and of its intervals
+    with work in progress only (``work_j``); per completion token (every request's generated
+    tokens, finished or cut)."""
+    t0, t1 = float(st["t0"].min()), float(st["t1"].max())
+    run_j = float(np.diff(power.cumulative(np.array([t0, t1]) + offset))[0])
+    a = seg[:, 0] + offset if len(seg) else np.zeros(0)
+    b = seg[:, 1] + offset if len(seg) else np.zeros(0)
+    work_j = float((power.cumulative(b) - power.cumulative(a)).sum()) if len(seg) else 0.0
+    work_s = float((b - a).sum()) if len(seg) else 0.0
+    return {"run_t0": t0, "run_t1": t1, "run_j": run_j, "work_s": work_s, "work_j": work_j,
+            "completion_tokens": tok, "run_j_per_token": run_j / tok if tok else None,
+            "work_j_per_token": work_j / tok if tok else None}
 
 
 def _empty_samples() -> pl.DataFrame:

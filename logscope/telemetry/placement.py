@@ -1,0 +1,257 @@
+"""Placing a run's log on its telemetry's clock by the whole run's busy/idle pattern
+(docs/energy.md, "The clock").
+
+A llama-server log without wall-clock stamps counts seconds from the server's start; the
+telemetry counts wall-clock seconds. For each candidate offset (the wall-clock time of the log's
+zero), the log says, for every telemetry sample, what the server was doing in the window the
+sample averages: the share of it with work in progress (some request decoding or prefilling),
+the mean number of requests decoding, the share with a prompt prefilling, and the share in
+which the server was up (between the log's zero and its last line). Utilisation and power
+(and memory when it varies) are each fitted to those by least squares over **every** sample of
+the telemetry; an offset's score is the share of the telemetry's variance it explains (R²,
+averaged over the signals). The idle gaps, the stalls between requests, the idle before the
+first request and after the last one, and the server's start and exit all pin the offset, so a
+run that keeps the GPU busy almost all the time is still placed by its edges and gaps.
+
+The placement is refused only when two offsets explain the telemetry equally well: two peaks of
+the score (more than ``DISTINCT_S`` apart, each within ``TIE_R2`` of the best, with a dip
+between them), or one plateau wider than ``MAX_PLATEAU_S``; the refusal names both. Also when
+the telemetry does not cover the run (``MIN_COVERAGE``) or does not show its work: over the
+run's own span, the telemetry's mean while the log works minus its mean while the log is idle,
+over the telemetry's range (``contrast``), is below ``MIN_CONTRAST`` (a recording of another
+run). A fit in which the telemetry falls as work starts scores 0.
+
+    >>> import numpy as np
+    >>> seg = np.array([[10.0, 20.0, 1, 0], [40.0, 45.0, 2, 0]])
+    >>> t = np.arange(0.0, 100.0, 0.5) + 1000.0
+    >>> work = Work(seg, 60.0)
+    >>> util = 90.0 * work.features(t - 1003.0, 0.5)[0]
+    >>> round(place(work, {"util": (t, util, 0.5)})["offset_s"], 2)
+    1003.0
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+
+UTIL_WINDOW_S = 0.5  # utilisation: the share of a short window before the sample that was busy
+POWER_WINDOW_S = 1.0  # power.draw / dmon pwr: an average over the last second
+MEMORY_WINDOW_S = 0.5
+DISTINCT_S = 2.0  # two offsets closer than this are one placement
+TIE_R2 = 0.02  # the plateau: offsets scoring within this R² of the best around it
+TIE_REL = 0.05  # two placements explaining the same samples within 5 % of R² are a tie
+MAX_PLATEAU_S = 10.0  # one placement spread wider than this is no placement
+MIN_CONTRAST = 0.3  # below: the telemetry is not clearly higher while the log works than idle
+FIT_MARGIN_S = 5.0  # the run's own span: its first work to its last, widened by this
+MIN_COVERAGE = 0.9  # share of the log's busy seconds inside the telemetry's span
+COARSE_POINTS = 4000
+CHUNK = 2_000_000  # offsets x samples evaluated at once
+
+
+class Work:
+    """A run's work on its own clock: segments ``(t0, t1, decoding, prefilling)`` (the state
+    timeline, idle left out) and ``log_end`` (its last line: the server is up on [0, log_end]).
+    """
+
+    def __init__(self, segments: np.ndarray, log_end: float):
+        seg = np.asarray(segments, dtype=np.float64).reshape(-1, 4)
+        seg = seg[(seg[:, 1] > seg[:, 0]) & ((seg[:, 2] > 0) | (seg[:, 3] > 0))]
+        seg = seg[np.argsort(seg[:, 0])]
+        self.segments = seg
+        self.log_end = max(float(log_end), float(seg[:, 1].max()) if len(seg) else 0.0)
+        bp = np.unique(np.concatenate([seg[:, 0], seg[:, 1]])) if len(seg) else np.zeros(1)
+        mid = (bp[:-1] + bp[1:]) / 2
+        busy = np.zeros(len(mid))
+        dec = np.zeros(len(mid))
+        pre = np.zeros(len(mid))
+        for a, b, d, p in seg:
+            m = (mid >= a) & (mid < b)
+            busy[m] = 1.0
+            dec[m] += d
+            pre[m] = np.maximum(pre[m], float(p > 0))
+        self.bp = bp
+        dt = np.diff(bp)
+        self.cum = [np.concatenate([[0.0], np.cumsum(v * dt)]) for v in (busy, dec, pre)]
+        self.busy_s = float(self.cum[0][-1])
+        self.first = float(seg[0, 0]) if len(seg) else 0.0
+        self.last = float(seg[:, 1].max()) if len(seg) else 0.0
+
+    def features(self, x: np.ndarray, width: float) -> np.ndarray:
+        """Mean over ``[x - width, x]`` (log clock) of busy, decoding count, prefilling, up:
+        shape ``(4, *x.shape)``."""
+        out = np.empty((4, *x.shape))
+        for i, c in enumerate(self.cum):
+            out[i] = (np.interp(x, self.bp, c) - np.interp(x - width, self.bp, c)) / width
+        out[3] = (np.clip(x, 0, self.log_end) - np.clip(x - width, 0, self.log_end)) / width
+        return out
+
+    def inside(self, offset: float, span: tuple[float, float]) -> float:
+        """Share of the busy seconds inside ``span`` (wall clock) at ``offset``."""
+        if self.busy_s <= 0:
+            return 0.0
+        lo, hi = span[0] - offset, span[1] - offset
+        c = self.cum[0]
+        return float(np.interp(hi, self.bp, c) - np.interp(lo, self.bp, c)) / self.busy_s
+
+
+def _r2(work: Work, t: np.ndarray, y: np.ndarray, width: float,
+        offsets: np.ndarray) -> np.ndarray:
+    """R² of ``y`` fitted by least squares to the work's features at each offset."""
+    out = np.empty(len(offsets))
+    yc = y - y.mean()
+    sst = float(yc @ yc)
+    per = max(1, CHUNK // max(1, len(t)))
+    for s in range(0, len(offsets), per):
+        o = offsets[s:s + per]
+        x = work.features(t[None, :] - o[:, None], width)[:3]  # (3, m, n)
+        x = x - x.mean(axis=2, keepdims=True)
+        g = np.einsum("imn,jmn->mij", x, x)
+        g += np.eye(3)[None] * (1e-9 + 1e-9 * np.trace(g, axis1=1, axis2=2)[:, None, None])
+        xy = np.einsum("imn,n->mi", x, yc)
+        beta = np.linalg.solve(g, xy[..., None])[..., 0]
+        r2 = np.einsum("mi,mi->m", beta, xy) / sst
+        # work raises utilisation and power: a fit that reads the telemetry upside down
+        # (busier while the log is idle) explains nothing
+        out[s:s + per] = np.where(beta[:, 0] + beta[:, 1] > 0, r2, 0.0)
+    return np.clip(out, 0.0, 1.0)
+
+
+def _score(work: Work, signals: dict[str, tuple[np.ndarray, np.ndarray, float]],
+           offsets: np.ndarray, step: float) -> np.ndarray:
+    return np.mean([_r2(work, t, y, max(w, step), offsets) for t, y, w in signals.values()],
+                   axis=0)
+
+
+def _peaks(grid: np.ndarray, sc: np.ndarray, tie: float,
+           n: int = 5) -> tuple[tuple[float, float], list[float]]:
+    """(the plateau around the best offset: its first and last offset scoring within ``tie``
+    of the best; the other candidate placements: the ``n`` highest local maxima of the score
+    at least ``DISTINCT_S`` from the best and from each other, best first)."""
+    k = int(np.argmax(sc))
+    top = sc[k]
+    i = j = k
+    while i > 0 and sc[i - 1] >= top - tie:
+        i -= 1
+    while j + 1 < len(sc) and sc[j + 1] >= top - tie:
+        j += 1
+    left = np.concatenate([[-np.inf], sc[:-1]])
+    right = np.concatenate([sc[1:], [-np.inf]])
+    idx = np.arange(len(sc))
+    peak = (sc >= left) & (sc >= right) & (sc > 0) & ((idx < i) | (idx > j))
+    out: list[float] = []
+    for m in np.flatnonzero(peak)[np.argsort(-sc[peak])]:
+        g = float(grid[m])
+        if all(abs(g - x) >= DISTINCT_S for x in [float(grid[k]), *out]):
+            out.append(g)
+            if len(out) == n:
+                break
+    return (float(grid[i]), float(grid[j])), out
+
+
+def place(work: Work, signals: dict[str, tuple[np.ndarray, np.ndarray, float]],
+          span: tuple[float, float] | None = None) -> dict[str, Any] | None:
+    """The wall-clock time (Unix s) of the log's zero that best explains the telemetry.
+
+    ``signals``: ``{name: (sample times (Unix s), values, window s)}`` (utilisation, power,
+    memory; a signal that does not vary is left out by the caller). Offsets are searched over
+    every placement where the log overlaps the telemetry, coarse (4000 points, windows widened
+    to the step so no peak falls between steps) then fine down to 5 ms around the best.
+    Returns ``offset_s``, ``score`` (R² over the whole telemetry at the best offset, averaged
+    over the signals), ``local_r2`` (the same fit over the samples of the run's own span ± 5 s
+    only: it does not fall when the telemetry also recorded other runs), ``r`` (its square
+    root, a correlation), ``contrast`` (see above; None without both busy and idle samples),
+    ``coverage``, ``spread_s`` (the width of the
+    offsets scoring within ``TIE_R2`` of the best around it), ``runner_up_s`` and
+    ``runner_up_score`` (the best separate placement, or None), ``signals``; None without
+    work or telemetry. :func:`refusal` says whether to use it.
+    """
+    if not signals or len(work.segments) == 0:
+        return None
+    ts = np.concatenate([t for t, _, _ in signals.values()])
+    span = span or (float(ts.min()), float(ts.max()))
+    lo, hi = span[0] - work.last, span[1] - work.first
+    step = max(0.05, (hi - lo) / COARSE_POINTS)
+    grid = np.arange(lo, hi + step, step)
+    sc = _score(work, signals, grid, step)
+    plateau, others = _peaks(grid, sc, TIE_R2)
+
+    def refine(at: float, step: float) -> float:
+        while step > 0.005:
+            step = max(step / 10, 0.005)
+            fine = np.arange(at - 10 * step, at + 10.5 * step, step)
+            at = float(fine[int(np.argmax(_score(work, signals, fine, step)))])
+        return at
+
+    def own_span(at: float) -> tuple[float, float | None]:
+        """R² over the samples of the run's own span at ``at``, and the contrast there."""
+        local, contrast = [], []
+        for t, y, w in signals.values():
+            m = (t >= at + work.first - FIT_MARGIN_S) & (t <= at + work.last + FIT_MARGIN_S)
+            if m.sum() >= 8 and y[m].std() > 0:
+                local.append(float(_r2(work, t[m], y[m], w, np.array([at]))[0]))
+            b = work.features(t[m] - at, w)[0]
+            if (b >= 0.9).any() and (b <= 0.01).any() and np.ptp(y) > 0:
+                contrast.append(float((y[m][b >= 0.9].mean() - y[m][b <= 0.01].mean())
+                                      / np.ptp(y)))
+        return (float(np.mean(local)) if local else 0.0,
+                float(np.mean(contrast)) if contrast else None)
+
+    best = refine(float(grid[int(np.argmax(sc))]), step)
+    top = float(_score(work, signals, np.array([best]), 0.0)[0])
+    local_r2, cont = own_span(best)
+    other = other_r2 = best_r2 = None
+    for o in others:  # the separate placement closest to the best, on the same samples
+        o = refine(o, step)
+        if work.inside(o, span) < MIN_COVERAGE:
+            continue
+        pair = np.array([best, o])
+        lo_t = min(best, o) + work.first - FIT_MARGIN_S
+        hi_t = max(best, o) + work.last + FIT_MARGIN_S
+        both = np.zeros(2)
+        for t, y, w in signals.values():
+            m = (t >= lo_t) & (t <= hi_t)
+            both += _r2(work, t[m], y[m], w, pair) if m.sum() >= 8 and y[m].std() > 0 else 0.0
+        both /= len(signals)
+        if best_r2 is None or both[1] / max(both[0], 1e-12) > other_r2 / max(best_r2, 1e-12):
+            other, best_r2, other_r2 = o, float(both[0]), float(both[1])
+    return {"offset_s": best, "score": top, "r": float(np.sqrt(local_r2)), "local_r2": local_r2,
+            "coverage": work.inside(best, span), "spread_s": plateau[1] - plateau[0],
+            "plateau": plateau,
+            "runner_up_s": other, "runner_up_score": other_r2, "runner_up_vs": best_r2,
+            "contrast": cont, "signals": ",".join(signals)}
+
+
+def when(offset: float) -> str:
+    """A wall-clock time as ``--start-time`` takes it (ISO 8601, UTC, 0.1 s)."""
+    d = datetime.fromtimestamp(offset, UTC)
+    return d.strftime("%Y-%m-%dT%H:%M:%S.") + f"{d.microsecond // 100000}Z"
+
+
+def refusal(fit: dict[str, Any]) -> str | None:
+    """Why a :func:`place` result cannot place the log (one clause), or None to use it: two
+    separate offsets explain the telemetry equally well (named), one placement spread wider
+    than ``MAX_PLATEAU_S``, the telemetry covering too little of the run, or not showing its
+    work at all.
+
+    Example: refusal({"score": 0.8, "local_r2": 0.8, "coverage": 1.0, "spread_s": 0.4,
+    "offset_s": 0.0, "runner_up_s": 30.0, "runner_up_score": 0.79, "runner_up_vs": 0.8})
+    """
+    if fit["coverage"] < MIN_COVERAGE:
+        return (f"only {100 * fit['coverage']:.0f} % of its busy time lies inside the "
+                "telemetry at the best placement")
+    if fit.get("contrast") is not None and fit["contrast"] < MIN_CONTRAST:
+        return ("at its best placement the GPU is not clearly busier while its requests run "
+                f"than while it is idle (contrast {fit['contrast']:.2f} < {MIN_CONTRAST})")
+    if fit.get("runner_up_s") is not None and fit["runner_up_score"] is not None \
+            and fit["runner_up_score"] >= (1 - TIE_REL) * fit["runner_up_vs"]:
+        return (f"two placements explain the telemetry equally well: server start "
+                f"{when(fit['offset_s'])} (R² {fit['runner_up_vs']:.3f}) or "
+                f"{when(fit['runner_up_s'])} (R² {fit['runner_up_score']:.3f})")
+    if fit["spread_s"] > MAX_PLATEAU_S:
+        lo, hi = fit.get("plateau") or (fit["offset_s"], fit["offset_s"] + fit["spread_s"])
+        return (f"every server start from {when(lo)} to {when(hi)} explains the telemetry "
+                "equally well")
+    return None
