@@ -592,6 +592,53 @@ def _whole_run(st: pl.DataFrame, seg: np.ndarray, power: Power, offset: float,
             "work_j_per_token": work_j / tok if tok else None}
 
 
+def joules_in(logs, segments: pl.DataFrame) -> pl.Series:
+    """The telemetry's energy (J, the selected GPUs' power integrated) over each segment of
+    ``segments``, on the run's clock after clock placement: ``t0``, ``t1`` in seconds of the
+    run's clock (as :func:`logscope.analysis.concurrency.timeline` gives them), with ``file``
+    and ``run`` when ``logs`` holds more than one run. ``logs`` is an ingest joined to its
+    telemetry (:func:`attach`, ``read_with_telemetry``, the analysis commands' frames). Null
+    for a segment of a run with no placed telemetry; a segment reaching outside the
+    telemetry's span counts only the part inside it. Summed over a run's segments that tile
+    its span, it is the run's ``run_j``.
+
+    Example::
+
+        logs = read_with_telemetry(["server.log", "gpu.csv"])
+        tl = logscope.analysis.concurrency.timeline(logs)
+        tl.with_columns(joules_in(logs, tl).alias("j")).group_by("decoding").agg(
+            pl.col("j").sum())
+    """
+    runs = logs.tables.get("energy_runs")
+    samples = logs.tables.get("gpu_samples")
+    out = np.full(segments.height, np.nan)
+    if runs is None or samples is None or runs.height == 0 or segments.height == 0:
+        return pl.Series("joules", out, dtype=pl.Float64).fill_nan(None)
+    keys = [c for c in ("file", "run") if c in segments.columns]
+    seg = segments.with_row_index("_i")
+    if not keys:
+        if runs.height > 1:
+            raise ValueError("these logs hold several runs: give segments a file and a run column")
+        seg = seg.with_columns(pl.lit(runs["file"][0]).alias("file"),
+                               pl.lit(runs["run"][0]).alias("run"))
+    for r in runs.iter_rows(named=True):
+        mine = seg
+        if "file" in seg.columns:
+            mine = mine.filter(pl.col("file") == r["file"])
+        if "run" in seg.columns:
+            mine = mine.filter(pl.col("run").cast(pl.Int32) == r["run"])
+        if mine.height == 0:
+            continue
+        s = samples.filter(pl.col("file").is_in(r["telemetry"] or [])) \
+            if r.get("telemetry") else samples
+        power = Power(s, list(r["gpus"]) if r["gpus"] is not None else None)
+        off = r["clock_offset_s"]
+        a = mine["t0"].cast(pl.Float64).to_numpy() + off
+        b = mine["t1"].cast(pl.Float64).to_numpy() + off
+        out[mine["_i"].to_numpy()] = power.cumulative(b) - power.cumulative(a)
+    return pl.Series("joules", out, dtype=pl.Float64).fill_nan(None)
+
+
 def _empty_samples() -> pl.DataFrame:
     from logscope.telemetry.nvidia import empty
 
