@@ -7,7 +7,8 @@ pattern, ÷ the log's completion tokens) against a straightforward computation t
 touches logscope's clock or parser: the CSV read with the ``csv`` module, power joined by
 straight lines (``numpy.interp`` on a 1 ms grid) from the first client ``t_send`` to the last
 client ``t_end`` (Unix s), ÷ the clients' ``completion_tokens``. Then the ratio of every pair
-of sweep runs, both ways.
+of sweep runs, both ways, and ``compare``'s verdict rows for the pair (whole run, and the
+decode share), with their 95 % intervals.
 
     python bench/energy_run.py [CORPUS_DIR]   # default ../shared/corpus
 """
@@ -23,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from logscope.analysis.verdict import verdict
 from logscope.telemetry import read_with_telemetry
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -61,10 +63,11 @@ def main() -> None:
     print("| run | logscope J/token (whole run) | span s | tokens | independent J/token | span s "
           "| tokens | Δ | busy only J/token | decode share mJ/token | clock |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
-    got = {}
+    got, frames = {}, {}
     for n in RUNS:
         base = corpus / f"generated-{n}"
         lg = read_with_telemetry([f"{base}.log", f"{base}.smi.csv"])
+        frames[n] = lg
         e = lg["energy_runs"].row(0, named=True)
         j, s, tok = independent(Path(f"{base}.smi.csv"), Path(f"{base}.client.jsonl"))
         mine, ref = e["run_j_per_token"], j / tok
@@ -74,14 +77,23 @@ def main() -> None:
               f"| {e['work_j_per_token']:.4f} | {1e3 * e['decode_j_per_token']:.1f} "
               f"| {e['clock_offset_source']} |")
     print()
-    print("| pair (B/A) | logscope | independent | Δ |")
-    print("|---|---:|---:|---:|")
+    print("| pair (B/A) | logscope | independent | Δ | verdict whole run (95 % CI) "
+          "| verdict decode share (95 % CI) |")
+    print("|---|---:|---:|---:|---|---|")
     sweep = [n for n in RUNS if "sweep" in n]
     for x, y in combinations(sweep, 2):
         for a, b in ((x, y), (y, x)):
             mine, ref = got[b][0] / got[a][0], got[b][1] / got[a][1]
+            v = {r["question"]: r for r in verdict(frames[a], frames[b], (a, b))}
             print(f"| {b.removeprefix('gpu-sweep-')}/{a.removeprefix('gpu-sweep-')} | "
-                  f"{mine:.3f} | {ref:.3f} | {100 * (mine - ref) / ref:+.2f} % |")
+                  f"{mine:.3f} | {ref:.3f} | {100 * (mine - ref) / ref:+.2f} % | "
+                  f"{_v(v['energy_per_token_run'])} | {_v(v['energy_per_token'])} |")
+
+
+def _v(r: dict) -> str:
+    if r["ratio"] is None:
+        return "no verdict"
+    return f"{r['ratio']:.3f} ({r['ci95'][0]:.3f}–{r['ci95'][1]:.3f})"
 
 
 if __name__ == "__main__":

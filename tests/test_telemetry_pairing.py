@@ -145,11 +145,11 @@ def test_time_overlap_pairs_logs_whose_clock_is_known():
 @pytest.mark.parametrize("log,tele,right", [
     (P, P, True), (C, C, True), (P, C, False), (C, P, False)])
 def test_placement_separates_right_from_wrong_telemetry(log, tele, right):
-    from logscope.telemetry.energy import Power, _run_ends, signals_of, stretches, work_segments
+    from logscope.telemetry.energy import Power, signals_of, stretches, work_segments
     from logscope.telemetry.placement import Work, place, refusal
 
     lg = logscope.read(f(log, ".log"))
-    work = Work(work_segments(stretches(lg["requests"])), float(_run_ends(lg)["t_end"].max()))
+    work = Work(work_segments(stretches(lg["requests"])))
     fit = place(work, signals_of(Power(read_samples([f(tele, ".smi.csv")]))))
     assert (refusal(fit) is None) == right, fit
     if right:

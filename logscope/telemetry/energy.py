@@ -2,7 +2,8 @@
 
 * Clock: a run's zero (``t_rel = 0``) in wall-clock seconds is read from the log when its lines
   carry a wall clock (Unix timestamps, journald/docker wrappers), taken from ``start_time``
-  when given, else estimated by :func:`estimate_offset` (busy intervals against utilisation).
+  when given, else placed by the whole run's busy/idle pattern against utilisation and power
+  (:func:`logscope.telemetry.placement.place`).
 * Power of the run: the selected GPUs' ``power_w`` summed; each GPU's samples are joined by
   straight lines and integrated exactly (trapezoids), only where that GPU has samples.
 * Sharing: :func:`share_energy`, the one rule: within every slice of time, the energy goes to
@@ -27,17 +28,9 @@ import numpy as np
 import polars as pl
 
 from logscope.telemetry.columns import ENERGY_COLUMNS, null_energy
+from logscope.telemetry.placement import POWER_WINDOW_S, UTIL_WINDOW_S, Work, place, refusal
 
 EXACT_CLOCK = ("unix", "wrapper", "anchored:wrapper", "anchored:start-time")
-UTIL_WINDOW_S = 0.5  # utilisation: the share of a short window before the sample that was busy
-POWER_WINDOW_S = 1.0  # power.draw / dmon pwr: an average over the last second
-# An estimated clock is used only when the fit is strong (bench/RESULTS.md, "Telemetry per
-# log": on the real H200 runs every right pair has r >= 0.88, full coverage, spread <= 1.6 s;
-# of 30 wrong pairs none has r >= 0.7 with 90 % of the log's busy time inside the telemetry)
-MIN_FIT_R = 0.7  # correlation over the samples inside the log's busy span (± FIT_MARGIN_S)
-MIN_FIT_COVERAGE = 0.9  # share of the log's busy seconds inside the telemetry's span
-MAX_FIT_SPREAD_S = 10.0  # offsets scoring within 0.02 of the best lie at most this far apart
-FIT_MARGIN_S = 5.0
 RUN_SCHEMA: dict[str, Any] = {
     "file": pl.String, "run": pl.Int32, "clock_offset_s": pl.Float64,
     "clock_offset_source": pl.String, "clock_fit_r": pl.Float64,
@@ -241,35 +234,6 @@ def share_energy(t0: np.ndarray, t1: np.ndarray, tokens: np.ndarray, window: tup
 # the clock
 # ---------------------------------------------------------------------------------------------
 
-class _Busy:
-    """The log's computing time (prefill and decode stretches, merged), as a function of time."""
-
-    def __init__(self, st: pl.DataFrame):
-        iv = st.filter(pl.col("phase").is_in(["prefill", "decode"]), pl.col("t1") > pl.col("t0"))
-        iv = iv.select("t0", "t1").sort("t0")
-        merged: list[list[float]] = []
-        for x, y in zip(iv["t0"].to_list(), iv["t1"].to_list(), strict=True):
-            if merged and x <= merged[-1][1]:
-                merged[-1][1] = max(merged[-1][1], y)
-            else:
-                merged.append([x, y])
-        self.m = np.array(merged, dtype=np.float64).reshape(-1, 2)
-        self.cum = np.concatenate([[0.0], np.cumsum(self.m[:, 1] - self.m[:, 0])])
-
-    def until(self, t: np.ndarray) -> np.ndarray:
-        """Busy seconds before each time in ``t``."""
-        if len(self.m) == 0:
-            return np.zeros(len(t))
-        k = np.searchsorted(self.m[:, 0], t, side="right") - 1
-        kk = np.maximum(k, 0)
-        inside = np.clip(t - self.m[kk, 0], 0, self.m[kk, 1] - self.m[kk, 0])
-        return np.where(k >= 0, self.cum[kk] + inside, 0.0)
-
-    def fraction(self, t: np.ndarray, width: float) -> np.ndarray:
-        """Share of [t - width, t] in which some request computed."""
-        return (self.until(t) - self.until(t - width)) / width
-
-
 def _reference(power: Power, col: str) -> tuple[np.ndarray, np.ndarray] | None:
     s = power.samples.drop_nulls(col)
     if s.height < 4:
@@ -289,104 +253,12 @@ def signals_of(power: Power) -> dict[str, tuple[np.ndarray, np.ndarray, float]]:
 
     Example: ``signals_of(Power(read_samples(["gpu.csv"])))["power_w"][1].mean()``
     """
-    from logscope.telemetry.placement import POWER_WINDOW_S as PW
-    from logscope.telemetry.placement import UTIL_WINDOW_S as UW
-
     out = {}
-    for col, w in (("util_gpu_pct", UW), ("power_w", PW)):
+    for col, w in (("util_gpu_pct", UTIL_WINDOW_S), ("power_w", POWER_WINDOW_S)):
         ref = _reference(power, col)
         if ref is not None:
             out[col] = (ref[0], ref[1], w)
     return out
-
-
-def estimate_offset(st: pl.DataFrame, power: Power, log_end: float) -> dict[str, float] | None:
-    """The wall-clock time (Unix s) of a run's log zero that best lines its computing stretches
-    up with the GPUs' utilisation and power.
-
-    A candidate offset scores the correlation, over the samples, between utilisation and the
-    share of the 0.5 s before each sample in which a request computed (prefill or decode), plus
-    the same for power over the 1 s before each sample (power.draw is a one-second average).
-    Offsets are searched over the whole telemetry span, coarse to fine (down to 5 ms); a coarse
-    step looks through a window at least as wide as the step, so no peak falls between steps.
-    Returns ``offset_s``, ``score`` (the best score over the number of signals used: a
-    correlation over the whole telemetry), ``r`` (the same correlation at the best offset, over
-    the samples inside the log's busy span ± 5 s only: it does not fall when the telemetry also
-    recorded other runs), ``coverage`` (the share of the log's busy seconds inside the
-    telemetry's span) and ``spread_s`` (how far apart the offsets scoring within 0.02 of the
-    best lie: how sharply the fit is pinned), or None without computing time or varying
-    telemetry. :func:`weak_fit` says whether to trust it.
-    """
-    span = power.span
-    busy = _Busy(st)
-    if span is None or len(busy.m) == 0:
-        return None
-    refs = [(r, w) for r, w in ((_reference(power, "util_gpu_pct"), UTIL_WINDOW_S),
-                                (_reference(power, "power_w"), POWER_WINDOW_S)) if r is not None]
-    if not refs:
-        return None
-
-    first, last = float(busy.m[0, 0]), float(busy.m[-1, 1])
-
-    def score(offsets: np.ndarray, step: float) -> np.ndarray:
-        out = np.zeros(len(offsets))
-        for (t, y), w in refs:
-            yc = (y - y.mean()) / y.std()
-            n = len(t)
-            width = max(w, step)  # a coarse step looks through a window as wide: no aliasing
-            # the busy share is 0 outside the log's busy span: only the samples inside count
-            i0 = np.searchsorted(t, first + offsets)
-            i1 = np.searchsorted(t, last + offsets + width, side="right")
-            for i, o in enumerate(offsets):
-                b = busy.fraction(t[i0[i]:i1[i]] - o, width)
-                mean = b.sum() / n
-                var = (b * b).sum() / n - mean * mean
-                if var > 1e-12:
-                    out[i] += float((b * yc[i0[i]:i1[i]]).sum() / n / np.sqrt(var))
-        return out / len(refs)
-
-    lo, hi = span[0] - log_end, span[1]
-    step = max(0.05, (hi - lo) / 4000)
-    grid = np.arange(lo, hi + step, step)
-    sc = score(grid, step)
-    best, top = float(grid[int(np.argmax(sc))]), float(sc.max())
-    near = grid[sc >= top - 0.02]
-    while step > 0.005:
-        step = max(step / 10, 0.005)
-        fine = np.arange(best - 10 * step, best + 10 * step, step)
-        sf = score(fine, step)
-        best, top = float(fine[int(np.argmax(sf))]), max(top, float(sf.max()))
-    lo_t, hi_t = span
-    busy_s = float(busy.cum[-1])
-    inside = float(sum(max(0.0, min(b + best, hi_t) - max(a + best, lo_t)) for a, b in busy.m))
-    local = []
-    for (t, y), w in refs:
-        m = (t >= first + best - FIT_MARGIN_S) & (t <= last + best + FIT_MARGIN_S)
-        if m.sum() < 4:
-            continue
-        b = busy.fraction(t[m] - best, w)
-        ok = b.std() > 0 and y[m].std() > 0
-        local.append(float(np.corrcoef(b, y[m])[0, 1]) if ok else 0.0)
-    return {"offset_s": best, "score": top, "r": float(np.mean(local)) if local else 0.0,
-            "coverage": inside / busy_s if busy_s > 0 else 0.0,
-            "spread_s": float(near.max() - near.min())}
-
-
-def weak_fit(fit: dict[str, float]) -> str | None:
-    """Why an :func:`estimate_offset` result is too weak to place a log on the telemetry's
-    clock (a few words), or None when it is strong enough (thresholds: MIN_FIT_R,
-    MIN_FIT_COVERAGE, MAX_FIT_SPREAD_S; measured in bench/RESULTS.md, "Telemetry per log").
-
-    Example: weak_fit({"r": 0.32, "coverage": 1.0, "spread_s": 33.0})
-    """
-    why = []
-    if fit["r"] < MIN_FIT_R:
-        why.append(f"fit r = {fit['r']:.2f} < {MIN_FIT_R}")
-    if fit["coverage"] < MIN_FIT_COVERAGE:
-        why.append(f"only {100 * fit['coverage']:.0f} % of its busy time inside the telemetry")
-    if fit["spread_s"] > MAX_FIT_SPREAD_S:
-        why.append(f"±{fit['spread_s']:.0f} s > ±{MAX_FIT_SPREAD_S:.0f} s")
-    return ", ".join(why) or None
 
 
 def _log_clock(logs, file: str, run: int) -> float | None:
@@ -434,12 +306,13 @@ def attach(logs, samples: pl.DataFrame | dict[str, pl.DataFrame] | None, *,
     is the wall-clock time of a file's zero, used for its first run (later runs of a file
     take their clock from the log or the estimate). ``gpus``: the GPU indices the server
     used (default: all in the telemetry). Each run's clock is placed alone; an estimate that
-    :func:`weak_fit` finds weak raises :class:`ClockError` naming the file (with
-    ``strict_clock=False`` the run gets no energy instead). ``work``: the state timeline of
-    ``logs`` (``logscope.analysis.concurrency.timeline``: ``file``, ``run``, ``t0``, ``t1``,
-    ``decoding``, ``prefilling``), the intervals with work in progress that place an estimated
-    clock and bound the busy-only energy; without it, the same intervals from the requests'
-    prefill and decode stretches (:func:`work_segments`). Returns ``logs`` (tables updated).
+    :func:`~logscope.telemetry.placement.refusal` refuses raises :class:`ClockError` naming
+    the file (with ``strict_clock=False`` the run gets no energy instead). ``work``: the state
+    timeline of ``logs`` (``logscope.analysis.concurrency.timeline``: ``file``, ``run``,
+    ``t0``, ``t1``, ``decoding``, ``prefilling``), the intervals with work in progress that
+    place an estimated clock and bound the busy-only energy; without it, the same intervals
+    from the requests' prefill and decode stretches (:func:`work_segments`). Returns ``logs``
+    (tables updated).
 
     Example: ``attach(logscope.read("server.log"), read_samples(["gpu.csv"]))``
     """
@@ -491,9 +364,7 @@ def attach(logs, samples: pl.DataFrame | dict[str, pl.DataFrame] | None, *,
         elif (o := _log_clock(logs, file, run)) is not None:
             offset, source = o, "log"
         else:
-            from logscope.telemetry.placement import Work, place, refusal
-
-            est = place(Work(seg, log_end), signals_of(power))
+            est = place(Work(seg), signals_of(power))
             if est is None:
                 continue
             why = refusal(est)

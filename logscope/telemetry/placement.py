@@ -5,26 +5,29 @@ A llama-server log without wall-clock stamps counts seconds from the server's st
 telemetry counts wall-clock seconds. For each candidate offset (the wall-clock time of the log's
 zero), the log says, for every telemetry sample, what the server was doing in the window the
 sample averages: the share of it with work in progress (some request decoding or prefilling),
-the mean number of requests decoding, the share with a prompt prefilling, and the share in
-which the server was up (between the log's zero and its last line). Utilisation and power
-(and memory when it varies) are each fitted to those by least squares over **every** sample of
-the telemetry; an offset's score is the share of the telemetry's variance it explains (R²,
-averaged over the signals). The idle gaps, the stalls between requests, the idle before the
-first request and after the last one, and the server's start and exit all pin the offset, so a
-run that keeps the GPU busy almost all the time is still placed by its edges and gaps.
+the mean number of requests decoding, and the share with a prompt prefilling. Utilisation and
+power are each fitted to those by least squares over the samples of the whole run at that
+offset (its first work to its last, ± ``FIT_MARGIN_S``: the same length for every offset, and
+telemetry of other runs in the same file does not dilute it); an offset's score is the share
+of the variance it explains (R², averaged over the signals); a fit in which the telemetry falls
+as work starts scores 0. The idle gaps, the stalls between requests, the idle before the first
+request and after the last one all pin the offset, so a run that keeps the GPU busy almost all
+the time is still placed by its edges and gaps. Only offsets at which the telemetry covers the
+run's work (``MIN_COVERAGE``, samples no further apart than ``MAX_GAP_S``) compete, when there
+are any.
 
-The placement is refused only when two offsets explain the telemetry equally well: two peaks of
-the score (more than ``DISTINCT_S`` apart, each within ``TIE_R2`` of the best, with a dip
-between them), or one plateau wider than ``MAX_PLATEAU_S``; the refusal names both. Also when
-the telemetry does not cover the run (``MIN_COVERAGE``) or does not show its work: over the
-run's own span, the telemetry's mean while the log works minus its mean while the log is idle,
-over the telemetry's range (``contrast``), is below ``MIN_CONTRAST`` (a recording of another
-run). A fit in which the telemetry falls as work starts scores 0.
+The placement is refused only when two offsets explain the telemetry equally well: another peak
+of the score (at least ``DISTINCT_S`` from the best, covering the run) scores within
+``TIE_REL`` of the best's R², or one plateau of offsets scoring within ``TIE_R2`` of the best
+is wider than ``MAX_PLATEAU_S``; the refusal names both starts.
+Also when the telemetry does not cover the run, or does not show its work: over the run's own
+span, its mean while the log works minus its mean while the log is idle, over its range
+(``contrast``), is below ``MIN_CONTRAST`` (a recording of another run).
 
     >>> import numpy as np
     >>> seg = np.array([[10.0, 20.0, 1, 0], [40.0, 45.0, 2, 0]])
     >>> t = np.arange(0.0, 100.0, 0.5) + 1000.0
-    >>> work = Work(seg, 60.0)
+    >>> work = Work(seg)
     >>> util = 90.0 * work.features(t - 1003.0, 0.5)[0]
     >>> round(place(work, {"util": (t, util, 0.5)})["offset_s"], 2)
     1003.0
@@ -39,29 +42,30 @@ import numpy as np
 
 UTIL_WINDOW_S = 0.5  # utilisation: the share of a short window before the sample that was busy
 POWER_WINDOW_S = 1.0  # power.draw / dmon pwr: an average over the last second
-MEMORY_WINDOW_S = 0.5
 DISTINCT_S = 2.0  # two offsets closer than this are one placement
 TIE_R2 = 0.02  # the plateau: offsets scoring within this R² of the best around it
 TIE_REL = 0.05  # two placements explaining the same samples within 5 % of R² are a tie
 MAX_PLATEAU_S = 10.0  # one placement spread wider than this is no placement
 MIN_CONTRAST = 0.3  # below: the telemetry is not clearly higher while the log works than idle
 FIT_MARGIN_S = 5.0  # the run's own span: its first work to its last, widened by this
-MIN_COVERAGE = 0.9  # share of the log's busy seconds inside the telemetry's span
+MIN_COVERAGE = 0.9  # share of the log's busy seconds the telemetry covers
+MAX_GAP_S = 5.0  # samples further apart than this (and 4 median intervals) leave a gap
 COARSE_POINTS = 4000
 CHUNK = 2_000_000  # offsets x samples evaluated at once
 
 
 class Work:
     """A run's work on its own clock: segments ``(t0, t1, decoding, prefilling)`` (the state
-    timeline, idle left out) and ``log_end`` (its last line: the server is up on [0, log_end]).
+    timeline; idle segments are left out).
+
+    Example: ``Work(timeline(logs).select("t0", "t1", "decoding", "prefilling").to_numpy())``
     """
 
-    def __init__(self, segments: np.ndarray, log_end: float):
+    def __init__(self, segments: np.ndarray):
         seg = np.asarray(segments, dtype=np.float64).reshape(-1, 4)
         seg = seg[(seg[:, 1] > seg[:, 0]) & ((seg[:, 2] > 0) | (seg[:, 3] > 0))]
         seg = seg[np.argsort(seg[:, 0])]
         self.segments = seg
-        self.log_end = max(float(log_end), float(seg[:, 1].max()) if len(seg) else 0.0)
         bp = np.unique(np.concatenate([seg[:, 0], seg[:, 1]])) if len(seg) else np.zeros(1)
         mid = (bp[:-1] + bp[1:]) / 2
         busy = np.zeros(len(mid))
@@ -78,51 +82,75 @@ class Work:
         self.busy_s = float(self.cum[0][-1])
         self.first = float(seg[0, 0]) if len(seg) else 0.0
         self.last = float(seg[:, 1].max()) if len(seg) else 0.0
+        merged: list[list[float]] = []
+        for a, b in seg[:, :2]:
+            if merged and a <= merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], b)
+            else:
+                merged.append([a, b])
+        self.busy = np.array(merged, dtype=np.float64).reshape(-1, 2)
 
     def features(self, x: np.ndarray, width: float) -> np.ndarray:
-        """Mean over ``[x - width, x]`` (log clock) of busy, decoding count, prefilling, up:
-        shape ``(4, *x.shape)``."""
-        out = np.empty((4, *x.shape))
+        """Mean over ``[x - width, x]`` (log clock) of busy (0/1), requests decoding and
+        prefilling (0/1): shape ``(3, *x.shape)``."""
+        out = np.empty((3, *x.shape))
         for i, c in enumerate(self.cum):
             out[i] = (np.interp(x, self.bp, c) - np.interp(x - width, self.bp, c)) / width
-        out[3] = (np.clip(x, 0, self.log_end) - np.clip(x - width, 0, self.log_end)) / width
         return out
 
-    def inside(self, offset: float, span: tuple[float, float]) -> float:
-        """Share of the busy seconds inside ``span`` (wall clock) at ``offset``."""
-        if self.busy_s <= 0:
-            return 0.0
-        lo, hi = span[0] - offset, span[1] - offset
-        c = self.cum[0]
-        return float(np.interp(hi, self.bp, c) - np.interp(lo, self.bp, c)) / self.busy_s
+    def covered(self, offsets: np.ndarray, sample_t: np.ndarray) -> np.ndarray:
+        """Share of the busy seconds between two telemetry samples (no further apart than
+        ``MAX_GAP_S`` and 4 median intervals) at each offset."""
+        if self.busy_s <= 0 or len(sample_t) < 2:
+            return np.zeros(len(offsets))
+        t = np.unique(sample_t)
+        gaps = np.diff(t)
+        ok = gaps <= max(min(MAX_GAP_S, 4 * float(np.median(gaps))), 1e-9)
+        cum = np.concatenate([[0.0], np.cumsum(np.where(ok, gaps, 0.0))])
+        a = self.busy[:, 0][None, :] + offsets[:, None]
+        b = self.busy[:, 1][None, :] + offsets[:, None]
+        return (np.interp(b, t, cum) - np.interp(a, t, cum)).sum(axis=1) / self.busy_s
 
 
 def _r2(work: Work, t: np.ndarray, y: np.ndarray, width: float,
-        offsets: np.ndarray) -> np.ndarray:
-    """R² of ``y`` fitted by least squares to the work's features at each offset."""
-    out = np.empty(len(offsets))
-    yc = y - y.mean()
-    sst = float(yc @ yc)
+        offsets: np.ndarray, lo_hi: tuple[float, float] | None = None) -> np.ndarray:
+    """R² of ``y`` fitted by least squares to the work's features at each offset, over the
+    samples of the run's own span at that offset (its first work to its last ± FIT_MARGIN_S),
+    or of the fixed wall-clock interval ``lo_hi``. Fewer than 8 samples, or a flat signal: 0.
+    """
+    out = np.zeros(len(offsets))
     per = max(1, CHUNK // max(1, len(t)))
     for s in range(0, len(offsets), per):
         o = offsets[s:s + per]
-        x = work.features(t[None, :] - o[:, None], width)[:3]  # (3, m, n)
-        x = x - x.mean(axis=2, keepdims=True)
-        g = np.einsum("imn,jmn->mij", x, x)
+        if lo_hi is None:
+            lo = o[:, None] + work.first - FIT_MARGIN_S
+            hi = o[:, None] + work.last + FIT_MARGIN_S
+        else:
+            lo, hi = np.full((len(o), 1), lo_hi[0]), np.full((len(o), 1), lo_hi[1])
+        m = ((t[None, :] >= lo) & (t[None, :] <= hi)).astype(np.float64)  # (k, n)
+        n = m.sum(axis=1)
+        nn = np.maximum(n, 1.0)
+        yc = (y[None, :] - (m * y).sum(axis=1, keepdims=True) / nn[:, None]) * m
+        sst = (yc * yc).sum(axis=1)
+        x = work.features(t[None, :] - o[:, None], width)  # (3, k, n)
+        x = (x - (x * m).sum(axis=2, keepdims=True) / nn[None, :, None]) * m
+        g = np.einsum("ikn,jkn->kij", x, x)
         g += np.eye(3)[None] * (1e-9 + 1e-9 * np.trace(g, axis1=1, axis2=2)[:, None, None])
-        xy = np.einsum("imn,n->mi", x, yc)
+        xy = np.einsum("ikn,kn->ki", x, yc)
         beta = np.linalg.solve(g, xy[..., None])[..., 0]
-        r2 = np.einsum("mi,mi->m", beta, xy) / sst
+        r2 = np.einsum("ki,ki->k", beta, xy) / np.where(sst > 0, sst, 1.0)
         # work raises utilisation and power: a fit that reads the telemetry upside down
         # (busier while the log is idle) explains nothing
-        out[s:s + per] = np.where(beta[:, 0] + beta[:, 1] > 0, r2, 0.0)
+        ok = (n >= 8) & (sst > 0) & (beta[:, 0] + beta[:, 1] > 0)
+        out[s:s + per] = np.where(ok, r2, 0.0)
     return np.clip(out, 0.0, 1.0)
 
 
 def _score(work: Work, signals: dict[str, tuple[np.ndarray, np.ndarray, float]],
-           offsets: np.ndarray, step: float) -> np.ndarray:
-    return np.mean([_r2(work, t, y, max(w, step), offsets) for t, y, w in signals.values()],
-                   axis=0)
+           offsets: np.ndarray, step: float,
+           lo_hi: tuple[float, float] | None = None) -> np.ndarray:
+    return np.mean([_r2(work, t, y, max(w, step), offsets, lo_hi)
+                    for t, y, w in signals.values()], axis=0)
 
 
 def _peaks(grid: np.ndarray, sc: np.ndarray, tie: float,
@@ -155,18 +183,18 @@ def place(work: Work, signals: dict[str, tuple[np.ndarray, np.ndarray, float]],
           span: tuple[float, float] | None = None) -> dict[str, Any] | None:
     """The wall-clock time (Unix s) of the log's zero that best explains the telemetry.
 
-    ``signals``: ``{name: (sample times (Unix s), values, window s)}`` (utilisation, power,
-    memory; a signal that does not vary is left out by the caller). Offsets are searched over
-    every placement where the log overlaps the telemetry, coarse (4000 points, windows widened
-    to the step so no peak falls between steps) then fine down to 5 ms around the best.
-    Returns ``offset_s``, ``score`` (R² over the whole telemetry at the best offset, averaged
-    over the signals), ``local_r2`` (the same fit over the samples of the run's own span ± 5 s
-    only: it does not fall when the telemetry also recorded other runs), ``r`` (its square
-    root, a correlation), ``contrast`` (see above; None without both busy and idle samples),
-    ``coverage``, ``spread_s`` (the width of the
-    offsets scoring within ``TIE_R2`` of the best around it), ``runner_up_s`` and
-    ``runner_up_score`` (the best separate placement, or None), ``signals``; None without
-    work or telemetry. :func:`refusal` says whether to use it.
+    ``signals``: ``{name: (sample times (Unix s), values, window s)}`` (utilisation and power;
+    a signal that does not vary is left out by the caller). Offsets are searched over every
+    placement where the log overlaps the telemetry (``span``: its first and last sample by
+    default), coarse (4000 points, windows widened to the step so no peak falls between steps)
+    then fine down to 5 ms around the best. Returns ``offset_s``, ``score`` (R² at the best
+    offset, averaged over the signals; also as ``local_r2``), ``r`` (its square root, a
+    correlation), ``contrast`` (see above; None without both busy and idle samples),
+    ``coverage`` (share of the busy seconds the telemetry covers), ``spread_s`` and
+    ``plateau`` (the offsets scoring within ``TIE_R2`` of the best around it), ``runner_up_s``
+    and ``runner_up_score`` (the best separate covered placement and its R², or None),
+    ``runner_up_vs`` (the best's R²), ``signals``; None without work or telemetry.
+    :func:`refusal` says whether to use it.
     """
     if not signals or len(work.segments) == 0:
         return None
@@ -176,6 +204,9 @@ def place(work: Work, signals: dict[str, tuple[np.ndarray, np.ndarray, float]],
     step = max(0.05, (hi - lo) / COARSE_POINTS)
     grid = np.arange(lo, hi + step, step)
     sc = _score(work, signals, grid, step)
+    cover = work.covered(grid, ts)
+    if (cover >= MIN_COVERAGE).any():  # only placements the telemetry covers compete
+        sc = np.where(cover >= MIN_COVERAGE, sc, -1.0)
     plateau, others = _peaks(grid, sc, TIE_R2)
 
     def refine(at: float, step: float) -> float:
@@ -185,42 +216,33 @@ def place(work: Work, signals: dict[str, tuple[np.ndarray, np.ndarray, float]],
             at = float(fine[int(np.argmax(_score(work, signals, fine, step)))])
         return at
 
-    def own_span(at: float) -> tuple[float, float | None]:
-        """R² over the samples of the run's own span at ``at``, and the contrast there."""
-        local, contrast = [], []
+    def contrast(at: float) -> float | None:
+        """Over the run's own span at ``at``: mean while busy − mean while idle, over the
+        signal's range, averaged over the signals (None without both)."""
+        got = []
         for t, y, w in signals.values():
             m = (t >= at + work.first - FIT_MARGIN_S) & (t <= at + work.last + FIT_MARGIN_S)
-            if m.sum() >= 8 and y[m].std() > 0:
-                local.append(float(_r2(work, t[m], y[m], w, np.array([at]))[0]))
             b = work.features(t[m] - at, w)[0]
             if (b >= 0.9).any() and (b <= 0.01).any() and np.ptp(y) > 0:
-                contrast.append(float((y[m][b >= 0.9].mean() - y[m][b <= 0.01].mean())
-                                      / np.ptp(y)))
-        return (float(np.mean(local)) if local else 0.0,
-                float(np.mean(contrast)) if contrast else None)
+                got.append(float((y[m][b >= 0.9].mean() - y[m][b <= 0.01].mean())
+                                 / np.ptp(y)))
+        return float(np.mean(got)) if got else None
 
     best = refine(float(grid[int(np.argmax(sc))]), step)
     top = float(_score(work, signals, np.array([best]), 0.0)[0])
-    local_r2, cont = own_span(best)
-    other = other_r2 = best_r2 = None
+    cont = contrast(best)
+    other = other_r2 = None
     for o in others:  # the separate placement closest to the best, on the same samples
         o = refine(o, step)
-        if work.inside(o, span) < MIN_COVERAGE:
+        if work.covered(np.array([o]), ts)[0] < MIN_COVERAGE:
             continue
-        pair = np.array([best, o])
-        lo_t = min(best, o) + work.first - FIT_MARGIN_S
-        hi_t = max(best, o) + work.last + FIT_MARGIN_S
-        both = np.zeros(2)
-        for t, y, w in signals.values():
-            m = (t >= lo_t) & (t <= hi_t)
-            both += _r2(work, t[m], y[m], w, pair) if m.sum() >= 8 and y[m].std() > 0 else 0.0
-        both /= len(signals)
-        if best_r2 is None or both[1] / max(both[0], 1e-12) > other_r2 / max(best_r2, 1e-12):
-            other, best_r2, other_r2 = o, float(both[0]), float(both[1])
-    return {"offset_s": best, "score": top, "r": float(np.sqrt(local_r2)), "local_r2": local_r2,
-            "coverage": work.inside(best, span), "spread_s": plateau[1] - plateau[0],
-            "plateau": plateau,
-            "runner_up_s": other, "runner_up_score": other_r2, "runner_up_vs": best_r2,
+        r2 = float(_score(work, signals, np.array([o]), 0.0)[0])
+        if other_r2 is None or r2 > other_r2:
+            other, other_r2 = o, r2
+    return {"offset_s": best, "score": top, "r": float(np.sqrt(top)), "local_r2": top,
+            "coverage": float(work.covered(np.array([best]), ts)[0]),
+            "spread_s": plateau[1] - plateau[0], "plateau": plateau,
+            "runner_up_s": other, "runner_up_score": other_r2, "runner_up_vs": top,
             "contrast": cont, "signals": ",".join(signals)}
 
 
