@@ -142,8 +142,8 @@ def energy_lines(e: dict[str, Any] | None) -> list[str]:
         return []
     clock = {"log": "the log's wall clock", "given": "--start-time",
              "estimated": "placed by the run's busy/idle pattern against utilisation/power "
-                          f"(fit r = {_num(e['clock_fit_r'], 2)} on its span, "
-                          f"±{_num(e['clock_fit_spread_s'], 2)} s)"}[e["clock_offset_source"]]
+                          f"(fit r = {_num(e['clock_fit_r'], 2)} on its span, best offsets "
+                          f"within {_num(e['clock_fit_spread_s'], 2)} s)"}[e["clock_offset_source"]]
     out = [f"- energy: {_num(e['total_j'] / 1e3, 2)} kJ over {_num(e['seconds'])} s on GPU(s) "
            f"{','.join(map(str, e['gpus']))} (mean {_num(e['mean_power_w'])} W, limit "
            f"{_num(e['power_limit_w'], 0)} W): requests {_num(e['requests_j'] / 1e3, 2)} kJ, "
