@@ -67,9 +67,9 @@ def main() -> None:
     truths = {n: truth(corpus, n, lg) for n, lg in logs.items()}
     samples = {(n, e): read_samples([str(corpus / f"generated-{n}{e}")])
                for n, exts in RUNS.items() for e in exts}
-    print("| log | telemetry | variant | pair | error s | R² | R² own span | contrast | runner-up "
+    print("| log | telemetry | variant | pair | error s | R² | separation | runner-up "
           "(s from best, R² vs the best's on the same samples) | plateau s | verdict | old fit |")
-    print("|---|---|---|---|---:|---:|---:|---:|---|---:|---|---|")
+    print("|---|---|---|---|---:|---:|---:|---|---:|---|---|")
     for n, work in works.items():
         true, width = truths[n]
         for (tn, e), s in samples.items():
@@ -89,7 +89,7 @@ def main() -> None:
                 err = f"{fit['offset_s'] - true:+.3f}" if right else "—"
                 oldv = _old(logs[n], power) if old else ""
                 print(f"| {n} | {tn}{e} | {v} | {'right' if right else 'wrong'} | {err} | "
-                      f"{fit['score']:.3f} | {fit['local_r2']:.3f} | {_c(fit['contrast'])} | "
+                      f"{fit['score']:.3f} | {_c(fit['separation'])} | "
                       f"{ru} | {fit['spread_s']:.2f} | "
                       f"{'refused: ' + why if why else 'placed'} ({took:.1f} s) | {oldv} |")
     print()

@@ -21,8 +21,9 @@ of the score (at least ``DISTINCT_S`` from the best, covering the run) scores wi
 ``TIE_REL`` of the best's R², or one plateau of offsets scoring within ``TIE_R2`` of the best
 is wider than ``MAX_PLATEAU_S``; the refusal names both starts.
 Also when the telemetry does not cover the run, or does not show its work: over the run's own
-span, its mean while the log works minus its mean while the log is idle, over its range
-(``contrast``), is below ``MIN_CONTRAST`` (a recording of another run).
+span, a sample whose window the log says was busy reads higher than one it says was idle in
+fewer than ``MIN_SEPARATION`` of such pairs (``separation``, averaged over the signals: a
+recording of another run), or its work explains less than ``MIN_R2`` of the variation.
 
     >>> import numpy as np
     >>> seg = np.array([[10.0, 20.0, 1, 0], [40.0, 45.0, 2, 0]])
@@ -46,7 +47,8 @@ DISTINCT_S = 2.0  # two offsets closer than this are one placement
 TIE_R2 = 0.02  # the plateau: offsets scoring within this R² of the best around it
 TIE_REL = 0.05  # two placements explaining the same samples within 5 % of R² are a tie
 MAX_PLATEAU_S = 10.0  # one placement spread wider than this is no placement
-MIN_CONTRAST = 0.3  # below: the telemetry is not clearly higher while the log works than idle
+MIN_SEPARATION = 0.95  # below: the telemetry is not clearly higher while the log works than idle
+MIN_R2 = 0.1  # below: the run's work explains next to nothing of the telemetry
 FIT_MARGIN_S = 5.0  # the run's own span: its first work to its last, widened by this
 MIN_COVERAGE = 0.9  # share of the log's busy seconds the telemetry covers
 MAX_GAP_S = 5.0  # samples further apart than this (and 4 median intervals) leave a gap
@@ -189,7 +191,7 @@ def place(work: Work, signals: dict[str, tuple[np.ndarray, np.ndarray, float]],
     default), coarse (4000 points, windows widened to the step so no peak falls between steps)
     then fine down to 5 ms around the best. Returns ``offset_s``, ``score`` (R² at the best
     offset, averaged over the signals; also as ``local_r2``), ``r`` (its square root, a
-    correlation), ``contrast`` (see above; None without both busy and idle samples),
+    correlation), ``separation`` (see above; None without 3 busy and 3 idle samples),
     ``coverage`` (share of the busy seconds the telemetry covers), ``spread_s`` and
     ``plateau`` (the offsets scoring within ``TIE_R2`` of the best around it), ``runner_up_s``
     and ``runner_up_score`` (the best separate covered placement and its R², or None),
@@ -216,21 +218,23 @@ def place(work: Work, signals: dict[str, tuple[np.ndarray, np.ndarray, float]],
             at = float(fine[int(np.argmax(_score(work, signals, fine, step)))])
         return at
 
-    def contrast(at: float) -> float | None:
-        """Over the run's own span at ``at``: mean while busy − mean while idle, over the
-        signal's range, averaged over the signals (None without both)."""
+    def separation(at: float) -> float | None:
+        """Over the run's own span at ``at``: the share of (busy sample, idle sample) pairs in
+        which the busy one reads higher (ties half), averaged over the signals with at least
+        3 samples of each (None without)."""
         got = []
         for t, y, w in signals.values():
             m = (t >= at + work.first - FIT_MARGIN_S) & (t <= at + work.last + FIT_MARGIN_S)
             b = work.features(t[m] - at, w)[0]
-            if (b >= 0.9).any() and (b <= 0.01).any() and np.ptp(y) > 0:
-                got.append(float((y[m][b >= 0.9].mean() - y[m][b <= 0.01].mean())
-                                 / np.ptp(y)))
+            hi, lo = y[m][b >= 0.9], y[m][b <= 0.01]
+            if len(hi) >= 3 and len(lo) >= 3:
+                d = hi[:, None] - lo[None, :]
+                got.append(float((d > 0).mean() + 0.5 * (d == 0).mean()))
         return float(np.mean(got)) if got else None
 
     best = refine(float(grid[int(np.argmax(sc))]), step)
     top = float(_score(work, signals, np.array([best]), 0.0)[0])
-    cont = contrast(best)
+    sep = separation(best)
     other = other_r2 = None
     for o in others:  # the separate placement closest to the best, on the same samples
         o = refine(o, step)
@@ -243,7 +247,7 @@ def place(work: Work, signals: dict[str, tuple[np.ndarray, np.ndarray, float]],
             "coverage": float(work.covered(np.array([best]), ts)[0]),
             "spread_s": plateau[1] - plateau[0], "plateau": plateau,
             "runner_up_s": other, "runner_up_score": other_r2, "runner_up_vs": top,
-            "contrast": cont, "signals": ",".join(signals)}
+            "separation": sep, "signals": ",".join(signals)}
 
 
 def when(offset: float) -> str:
@@ -258,15 +262,20 @@ def refusal(fit: dict[str, Any]) -> str | None:
     than ``MAX_PLATEAU_S``, the telemetry covering too little of the run, or not showing its
     work at all.
 
-    Example: refusal({"score": 0.8, "local_r2": 0.8, "coverage": 1.0, "spread_s": 0.4,
+    Example: refusal({"score": 0.8, "separation": 1.0, "coverage": 1.0, "spread_s": 0.4,
     "offset_s": 0.0, "runner_up_s": 30.0, "runner_up_score": 0.79, "runner_up_vs": 0.8})
     """
     if fit["coverage"] < MIN_COVERAGE:
         return (f"only {100 * fit['coverage']:.0f} % of its busy time lies inside the "
                 "telemetry at the best placement")
-    if fit.get("contrast") is not None and fit["contrast"] < MIN_CONTRAST:
+    if fit["score"] < MIN_R2:
+        return (f"at its best placement its work explains {100 * fit['score']:.0f} % of the "
+                "telemetry's variation: the telemetry may be another run's")
+    if fit.get("separation") is not None and fit["separation"] < MIN_SEPARATION:
         return ("at its best placement the GPU is not clearly busier while its requests run "
-                f"than while it is idle (contrast {fit['contrast']:.2f} < {MIN_CONTRAST})")
+                f"than while it is idle (busy above idle in {100 * fit['separation']:.0f} % of "
+                f"sample pairs < {100 * MIN_SEPARATION:.0f} %): the telemetry may be another "
+                "run's")
     if fit.get("runner_up_s") is not None and fit["runner_up_score"] is not None \
             and fit["runner_up_score"] >= (1 - TIE_REL) * fit["runner_up_vs"]:
         return (f"two placements explain the telemetry equally well: server start "
