@@ -98,9 +98,10 @@ def test_sweep_logs_are_placed_within_0_3_s_of_the_clients_truth(name):
     e = lg["energy_runs"].row(0, named=True)
     assert e["clock_offset_source"] == "estimated"
     assert abs(e["clock_offset_s"] - true_zero(name)) < 0.3, e["clock_offset_s"] - true_zero(name)
-    # the next best separate placement explains the same samples clearly worse
-    assert e["clock_runner_up_score"] is None or e["clock_runner_up_score"] < 0.8 * e[
-        "clock_fit_score"] + 0.2
+    # the next best separate placement explains the telemetry clearly worse (measured: 0.36,
+    # 0.48 and 0.45 of the best; a tie is 0.95)
+    assert e["clock_runner_up_score"] is None or e["clock_runner_up_score"] < 0.6 * e[
+        "clock_fit_score"]
 
 
 def test_report_of_the_4_slot_run_with_its_plain_csv():
