@@ -70,6 +70,28 @@ def test_several_gpus_without_index_are_refused_asking_for_index(tmp_path):
     assert len(err) == 1 and "several GPUs" in err[0] and "index" in err[0]
 
 
+@pytest.mark.parametrize("ms", [10, 100, 1000])
+def test_one_gpu_sampled_at_any_rate_is_not_taken_for_several(ms):
+    rows = ["timestamp, power.draw [W]"]
+    for i in range(200):
+        t = 1796523302.0 + i * ms / 1000 + (0.0007 if i % 3 == 0 else 0.0)
+        ts = datetime.fromtimestamp(t, UTC).strftime("%Y/%m/%d %H:%M:%S.%f")[:-3]
+        rows.append(f"{ts}, {100 + (i * 37) % 300}.00 W")
+    s = parse_text("\n".join(rows) + "\n", "fast.csv")
+    assert s.height == 200 and s["gpu"].unique().to_list() == [0]
+
+
+def test_two_gpus_a_few_ms_apart_are_refused():
+    rows = ["timestamp, power.draw [W], utilization.gpu [%]"]
+    for i in range(20):
+        for g, w in ((0, 300), (1, 310)):
+            t = 1796523302.0 + i * 0.5 + g * 0.003
+            ts = datetime.fromtimestamp(t, UTC).strftime("%Y/%m/%d %H:%M:%S.%f")[:-3]
+            rows.append(f"{ts}, {w}.00 W, 90 %")
+    with pytest.raises(TelemetryError, match="index"):
+        parse_text("\n".join(rows) + "\n", "two.csv")
+
+
 def test_alternating_power_without_repeated_timestamps_is_refused():
     rows = ["timestamp, power.draw [W]"] + [
         f"2026/12/06 02:15:{i // 2:02d}.{(i % 2) * 500:03d}, {350 if i % 2 else 70}.00 W"

@@ -193,8 +193,8 @@ def _query_frame(rows: pl.DataFrame, header: list[str], name: str) -> pl.DataFra
     return out
 
 
-INTERLEAVED_GAP_S = 0.025  # rows closer than this are one query round over several GPUs
-INTERLEAVED_SHARE = 0.3  # ... when at least this share of the gaps are that short
+INTERLEAVED_GAP = 0.1  # rows closer than this share of the sampling interval: one query round
+INTERLEAVED_SHARE = 0.3  # ... over several GPUs, when at least this share of the gaps are so
 
 
 def _one_gpu(df: pl.DataFrame, name: str) -> pl.DataFrame:
@@ -225,7 +225,9 @@ def _interleaved(df: pl.DataFrame) -> bool:
     if t.len() < 4:
         return False
     gaps = t.diff().drop_nulls().abs()
-    if float((gaps < INTERLEAVED_GAP_S).mean()) >= INTERLEAVED_SHARE:
+    interval = float(gaps.quantile(0.9))  # the sampling interval (-l / -lms), however fast
+    tiny = (gaps == 0) | (gaps < INTERLEAVED_GAP * interval)
+    if float(tiny.mean()) >= INTERLEAVED_SHARE:
         return True
     p = df["power_w"].drop_nulls().cast(pl.Float64)
     if p.len() < 8:
