@@ -121,7 +121,18 @@ def _r2(work: Work, t: np.ndarray, y: np.ndarray, width: float,
     or of the fixed wall-clock interval ``lo_hi``. Fewer than 8 samples, or a flat signal: 0.
     """
     out = np.zeros(len(offsets))
-    per = max(1, CHUNK // max(1, len(t)))
+    if len(t) == 0 or len(offsets) == 0:
+        return out
+    order = np.argsort(offsets)
+    offsets = offsets[order]
+    # a chunk of neighbouring offsets needs only the samples near its windows
+    dur = max(float(t[-1] - t[0]), 1e-9)
+    width_s = work.last - work.first + 2 * FIT_MARGIN_S
+    per_window = max(8.0, 2.0 * len(t) * width_s / dur)
+    step = float(np.median(np.diff(offsets))) if len(offsets) > 1 else 0.0
+    per = max(1, int(CHUNK // per_window))
+    if step > 0:  # a chunk spans at most one window more: its slice stays near one window
+        per = max(1, min(per, int(width_s / step)))
     for s in range(0, len(offsets), per):
         o = offsets[s:s + per]
         if lo_hi is None:
@@ -129,12 +140,17 @@ def _r2(work: Work, t: np.ndarray, y: np.ndarray, width: float,
             hi = o[:, None] + work.last + FIT_MARGIN_S
         else:
             lo, hi = np.full((len(o), 1), lo_hi[0]), np.full((len(o), 1), lo_hi[1])
-        m = ((t[None, :] >= lo) & (t[None, :] <= hi)).astype(np.float64)  # (k, n)
+        i0 = int(np.searchsorted(t, lo.min(), side="left"))
+        i1 = int(np.searchsorted(t, hi.max(), side="right"))
+        tt, yy = t[i0:i1], y[i0:i1]
+        if len(tt) == 0:
+            continue
+        m = ((tt[None, :] >= lo) & (tt[None, :] <= hi)).astype(np.float64)  # (k, n)
         n = m.sum(axis=1)
         nn = np.maximum(n, 1.0)
-        yc = (y[None, :] - (m * y).sum(axis=1, keepdims=True) / nn[:, None]) * m
+        yc = (yy[None, :] - (m * yy).sum(axis=1, keepdims=True) / nn[:, None]) * m
         sst = (yc * yc).sum(axis=1)
-        x = work.features(t[None, :] - o[:, None], width)  # (3, k, n)
+        x = work.features(tt[None, :] - o[:, None], width)  # (3, k, n)
         x = (x - (x * m).sum(axis=2, keepdims=True) / nn[None, :, None]) * m
         g = np.einsum("ikn,jkn->kij", x, x)
         g += np.eye(3)[None] * (1e-9 + 1e-9 * np.trace(g, axis1=1, axis2=2)[:, None, None])
@@ -144,7 +160,7 @@ def _r2(work: Work, t: np.ndarray, y: np.ndarray, width: float,
         # work raises utilisation and power: a fit that reads the telemetry upside down
         # (busier while the log is idle) explains nothing
         ok = (n >= 8) & (sst > 0) & (beta[:, 0] + beta[:, 1] > 0)
-        out[s:s + per] = np.where(ok, r2, 0.0)
+        out[order[s:s + per]] = np.where(ok, r2, 0.0)
     return np.clip(out, 0.0, 1.0)
 
 
