@@ -159,12 +159,12 @@ def test_placement_separates_right_from_wrong_telemetry(log, tele, right):
 def test_two_equal_placements_are_refused_naming_both():
     from logscope.telemetry.placement import refusal
 
-    why = refusal({"score": 0.8, "local_r2": 0.8, "contrast": 0.8, "coverage": 1.0,
+    why = refusal({"score": 0.8, "separation": 1.0, "coverage": 1.0,
                    "spread_s": 0.4, "offset_s": 1796156563.6, "runner_up_s": 1796156593.6,
                    "runner_up_score": 0.77, "runner_up_vs": 0.8})
     assert "equally well" in why and "2026-12-01T" in why and why.count("server start") == 1
     assert "2026-12-01T20:22:43.6Z" in why and "2026-12-01T20:23:13.6Z" in why
-    assert refusal({"score": 0.8, "local_r2": 0.8, "contrast": 0.8, "coverage": 1.0,
+    assert refusal({"score": 0.8, "separation": 1.0, "coverage": 1.0,
                     "spread_s": 0.4, "offset_s": 1796156563.6, "runner_up_s": 1796156593.6,
                     "runner_up_score": 0.6, "runner_up_vs": 0.8}) is None
 

@@ -115,11 +115,10 @@ class Work:
 
 
 def _r2(work: Work, t: np.ndarray, y: np.ndarray, width: float,
-        offsets: np.ndarray, lo_hi: tuple[float, float] | None = None) -> np.ndarray:
-    """R² of ``y`` fitted by least squares to the work's features at each offset, over the
-    samples of the run's own span at that offset (its first work to its last ± FIT_MARGIN_S),
-    or of the fixed wall-clock interval ``lo_hi``. Fewer than 8 samples, or a flat signal: 0.
-    """
+        offsets: np.ndarray) -> np.ndarray:
+    """R² of ``y`` (sampled at sorted times ``t``) fitted by least squares to the work's
+    features at each offset, over the samples of the run's own span at that offset (its first
+    work to its last ± FIT_MARGIN_S). Fewer than 8 samples, or a flat signal: 0."""
     out = np.zeros(len(offsets))
     if len(t) == 0 or len(offsets) == 0:
         return out
@@ -135,11 +134,8 @@ def _r2(work: Work, t: np.ndarray, y: np.ndarray, width: float,
         per = max(1, min(per, int(width_s / step)))
     for s in range(0, len(offsets), per):
         o = offsets[s:s + per]
-        if lo_hi is None:
-            lo = o[:, None] + work.first - FIT_MARGIN_S
-            hi = o[:, None] + work.last + FIT_MARGIN_S
-        else:
-            lo, hi = np.full((len(o), 1), lo_hi[0]), np.full((len(o), 1), lo_hi[1])
+        lo = o[:, None] + work.first - FIT_MARGIN_S
+        hi = o[:, None] + work.last + FIT_MARGIN_S
         i0 = int(np.searchsorted(t, lo.min(), side="left"))
         i1 = int(np.searchsorted(t, hi.max(), side="right"))
         tt, yy = t[i0:i1], y[i0:i1]
@@ -165,10 +161,9 @@ def _r2(work: Work, t: np.ndarray, y: np.ndarray, width: float,
 
 
 def _score(work: Work, signals: dict[str, tuple[np.ndarray, np.ndarray, float]],
-           offsets: np.ndarray, step: float,
-           lo_hi: tuple[float, float] | None = None) -> np.ndarray:
-    return np.mean([_r2(work, t, y, max(w, step), offsets, lo_hi)
-                    for t, y, w in signals.values()], axis=0)
+           offsets: np.ndarray, step: float) -> np.ndarray:
+    return np.mean([_r2(work, t, y, max(w, step), offsets) for t, y, w in signals.values()],
+                   axis=0)
 
 
 def _peaks(grid: np.ndarray, sc: np.ndarray, tie: float,
@@ -206,7 +201,7 @@ def place(work: Work, signals: dict[str, tuple[np.ndarray, np.ndarray, float]],
     placement where the log overlaps the telemetry (``span``: its first and last sample by
     default), coarse (4000 points, windows widened to the step so no peak falls between steps)
     then fine down to 5 ms around the best. Returns ``offset_s``, ``score`` (R² at the best
-    offset, averaged over the signals; also as ``local_r2``), ``r`` (its square root, a
+    offset, averaged over the signals), ``r`` (its square root, a
     correlation), ``separation`` (see above; None without 3 busy and 3 idle samples),
     ``coverage`` (share of the busy seconds the telemetry covers), ``spread_s`` and
     ``plateau`` (the offsets scoring within ``TIE_R2`` of the best around it), ``runner_up_s``
@@ -252,14 +247,14 @@ def place(work: Work, signals: dict[str, tuple[np.ndarray, np.ndarray, float]],
     top = float(_score(work, signals, np.array([best]), 0.0)[0])
     sep = separation(best)
     other = other_r2 = None
-    for o in others:  # the separate placement closest to the best, on the same samples
+    for o in others:  # the best separate placement the telemetry covers
         o = refine(o, step)
         if work.covered(np.array([o]), ts)[0] < MIN_COVERAGE:
             continue
         r2 = float(_score(work, signals, np.array([o]), 0.0)[0])
         if other_r2 is None or r2 > other_r2:
             other, other_r2 = o, r2
-    return {"offset_s": best, "score": top, "r": float(np.sqrt(top)), "local_r2": top,
+    return {"offset_s": best, "score": top, "r": float(np.sqrt(top)),
             "coverage": float(work.covered(np.array([best]), ts)[0]),
             "spread_s": plateau[1] - plateau[0], "plateau": plateau,
             "runner_up_s": other, "runner_up_score": other_r2, "runner_up_vs": top,
