@@ -29,6 +29,11 @@
   the medians, weighted like decode.
 * ``acceptance`` and ``mean_accepted_length``: pooled accepted ÷ drafted and tokens ÷ steps.
 * ``energy_per_token``: decode joules per generated token (telemetry given); lower is better.
+* ``energy_per_token_run``: joules per completion token over the whole run (telemetry given:
+  power integrated from the first request's arrival to the last response, idle and stalls
+  included, ÷ every completion token); units are the requests, each carrying its own energy
+  and a share of the idle energy in proportion to it, so the pooled ratio is the whole-run
+  figure and the interval resamples the requests; lower is better.
 * ``stalls``: the mean wait of a request between launch and its prompt's compute (prompt-cache
   saves and loads, a blocked server loop); lower is better.
 
@@ -49,7 +54,8 @@ from logscope.analysis._util import label_of, table
 from logscope.analysis.concurrency import weighted_median
 
 QUESTIONS = ("trade", "throughput", "decode_per_stream", "decode_aggregate", "prefill",
-             "acceptance", "mean_accepted_length", "energy_per_token", "stalls")
+             "acceptance", "mean_accepted_length", "energy_per_token", "energy_per_token_run",
+             "stalls")
 MIN_N = 3
 REPS = 2000
 SEED = 20261205
@@ -460,6 +466,33 @@ def _energy(a, b, names, rng) -> dict:
     return row
 
 
+def _energy_run(a, b, names, rng) -> dict:
+    what = "energy per completion token, whole run"
+
+    def units(lg):
+        runs, req = table(lg, "energy_runs"), table(lg, "requests")
+        if runs is None or req is None or runs.height == 0 or "run_j" not in runs.columns \
+                or "energy_j" not in req.columns:
+            return None
+        r = req.filter(pl.col("energy_j").is_not_null()).select(
+            pl.col("file").cast(pl.String), pl.col("run").cast(pl.Int32), "energy_j",
+            "gen_tokens").join(runs.select(pl.col("file").cast(pl.String),
+                                           pl.col("run").cast(pl.Int32), "run_j"),
+                               on=["file", "run"])
+        r = r.with_columns((pl.col("energy_j") * pl.col("run_j")
+                            / pl.col("energy_j").sum().over("file", "run")).alias("_j"))
+        if r.height == 0 or r["gen_tokens"].fill_null(0).sum() == 0:
+            return None
+        return (r["_j"].fill_nan(0.0).to_numpy(),
+                r["gen_tokens"].fill_null(0).cast(pl.Float64).to_numpy())
+    ea, eb = units(a), units(b)
+    if ea is None or eb is None:
+        return _row("energy_per_token_run", None, names, what,
+                    "no GPU telemetry joined to " + (names[0] if ea is None else names[1]))
+    return _row("energy_per_token_run", _pooled_ratio(ea, eb, rng), names,
+                what + " (J/token)", lower_is_better=True)
+
+
 def _stalls(a, b, names, rng) -> dict:
     from logscope.analysis.timeline import request_times
     what = "stall time per request"
@@ -494,7 +527,8 @@ def verdict(logs_a, logs_b, names: tuple[str, str] | list[str] | None = None) ->
             _decode_aggregate(logs_a, logs_b, names, rng),
             _prefill(logs_a, logs_b, names, rng)]
     rows += _spec_rows(logs_a, logs_b, names, rng)
-    rows += [_energy(logs_a, logs_b, names, rng), _stalls(logs_a, logs_b, names, rng)]
+    rows += [_energy(logs_a, logs_b, names, rng), _energy_run(logs_a, logs_b, names, rng),
+             _stalls(logs_a, logs_b, names, rng)]
     return [_trade(rows, names), *rows]
 
 

@@ -89,7 +89,7 @@ def read(paths: list[str] | tuple[str, ...] | str, engine: str = "auto", **optio
         options.pop("telemetry", None) or []), **options)
 
 
-_ENERGY = ("ClockError", "attach", "share_energy", "stretches")
+_ENERGY = ("ClockError", "attach", "share_energy", "stretches", "joules_in")
 
 
 def __getattr__(name: str) -> Any:
@@ -102,5 +102,6 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = ["read", "read_with_telemetry", "read_samples", "split_inputs", "kind_of", "attach",
-           "share_energy", "stretches", "ENERGY_COLUMNS", "null_energy", "SCHEMA", "ClockError",
+           "share_energy", "stretches", "joules_in",
+           "ENERGY_COLUMNS", "null_energy", "SCHEMA", "ClockError",
            "TelemetryError", "QUERY", "QUERY_NOHEADER", "DMON"]
