@@ -29,7 +29,7 @@ SPEC = f"{CORPUS}/generated-spec-pilot-c32k-np2.log"
 Q8K = f"{CORPUS}/generated-q8k-fa-c16k-np2-ctxshift.log"
 SGLANG = "fixtures/sglang/v0.5.3.post2-eagle3-accept-rate.log"
 VLLM = "fixtures/vllm/v0.22.0-mtp-deferred-journald.log"
-SWEEP = [f"fixtures/llama-server/sweep/generated-gpu-sweep-np{n}.log" for n in (1, 2, 4)]
+SWEEP = [f"fixtures/telemetry/h100/generated-gpu-sweep-np{n}.log" for n in (1, 2, 4)]
 
 
 def _figures():

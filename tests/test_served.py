@@ -17,7 +17,7 @@ from logscope.analysis.verdict import verdict
 from logscope.cli import cli
 from tests.conftest import CORPUS, FIXTURES
 
-SWEEP = FIXTURES / "llama-server" / "sweep"
+SWEEP = FIXTURES / "telemetry" / "h100"
 SHARED = CORPUS.parent.parent.parent.parent / "shared" / "corpus"
 LOGS = {n: SWEEP / f"generated-gpu-sweep-np{n}.log" for n in (1, 2, 4)}
 

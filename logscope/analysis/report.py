@@ -657,14 +657,18 @@ def render(rep: dict, fmt: str = "md") -> str:
         parts.append("\n## Streams: the rate while k streams decode, per stream, and what one "
                      "more stream adds (prefill beside them included; the points of "
                      "`logscope plot pareto`; not throughput: see served throughput above)\n")
+        energy = st["tokens_per_j"].null_count() < st.height
         parts.append(_md_table(
             ["label", "streams decoding", "seconds", "share of decode time", "aggregate t/s",
-             "per stream t/s", "one more stream adds", "prefill beside"],
+             "per stream t/s", "one more stream adds", "prefill beside"]
+            + (["tokens per J (GPU)"] if energy else []),
             [[r["label"], r["decoding"], _fmt(r["seconds"], 1), f"{100 * r['share']:.0f} %",
               r["aggregate_tps"], r["per_stream_tps"],
               f"{r['gain_tps']:+,.2f} t/s (×{r['gain_ratio']:.2f})"
               if r["gain_tps"] is not None else "—",
-              f"{100 * r['prefill_share']:.0f} %"] for r in st.iter_rows(named=True)]))
+              f"{100 * r['prefill_share']:.0f} %"]
+             + ([_fmt(r["tokens_per_j"], 3)] if energy else [])
+             for r in st.iter_rows(named=True)]))
     cc = rep["concurrency"]
     if cc.height:
         parts.append("\n## Decode by concurrency (state = streams decoding, prompts prefilling "

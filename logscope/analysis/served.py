@@ -15,7 +15,8 @@ from the same states (:func:`logscope.analysis.concurrency.states`), so the figu
   window intervals' per-stream rates).
 * :func:`streams`: per number of streams decoding (whatever prefills beside them): the rate
   while they decode (``aggregate_tps``), per stream (÷ k), the marginal gain of one more stream,
-  and the share of the decode time spent there. The rows are the points of the passive Pareto
+  the share of the decode time spent there, and with GPU telemetry joined the joules its
+  segments drew and the tokens per joule. The rows are the points of the passive Pareto
   (:func:`logscope.outputs.plots.plot_pareto`): per-stream speed against aggregate.
 * :func:`frontier`: the points no other point beats on both axes.
 """
@@ -47,7 +48,8 @@ SERVED_SCHEMA = {"label": pl.String, "completion_tokens": pl.Float64, "requests"
 STREAMS_SCHEMA = {"label": pl.String, "decoding": pl.Int16, "seconds": pl.Float64,
                   "tokens": pl.Float64, "aggregate_tps": pl.Float64,
                   "per_stream_tps": pl.Float64, "gain_tps": pl.Float64,
-                  "gain_ratio": pl.Float64, "share": pl.Float64, "prefill_share": pl.Float64}
+                  "gain_ratio": pl.Float64, "share": pl.Float64, "prefill_share": pl.Float64,
+                  "joules": pl.Float64, "tokens_per_j": pl.Float64}
 BLOCKS = 24   # the served span is cut into this many blocks for throughput's interval
 
 
@@ -199,6 +201,7 @@ def streams(logs, label: str | None = None) -> pl.DataFrame:
     c = concurrency(logs, lab)
     if c.height == 0:
         return pl.DataFrame(schema=STREAMS_SCHEMA)
+    joules = _state_joules(logs, lab)
     g = (c.group_by("decoding").agg(
         pl.col("seconds").sum(), pl.col("tokens").sum(),
         pl.col("seconds").filter(pl.col("prefilling") > 0).sum().alias("_pre"))
@@ -214,8 +217,29 @@ def streams(logs, label: str | None = None) -> pl.DataFrame:
                        .alias("gain_tps"),
                        pl.when(one_more).then(pl.col("aggregate_tps") / prev_a)
                        .alias("gain_ratio"))
+    g = g.join(joules, on="decoding", how="left") if joules is not None \
+        else g.with_columns(pl.lit(None, pl.Float64).alias("joules"))
+    g = g.with_columns((pl.col("tokens") / pl.col("joules")).alias("tokens_per_j"))
     return g.with_columns(pl.lit(lab).alias("label")).select(list(STREAMS_SCHEMA)) \
         .cast(STREAMS_SCHEMA)
+
+
+def _state_joules(logs, lab: str) -> pl.DataFrame | None:
+    """Per number of streams decoding: the GPU energy of its segments (telemetry joined and
+    placed, :func:`logscope.telemetry.joules_in`), else None."""
+    tables = getattr(logs, "tables", None) or {}
+    if tables.get("energy_runs") is None or tables.get("gpu_samples") is None:
+        return None
+    from logscope.telemetry import joules_in
+
+    st = states(logs, lab).filter(pl.col("state") == "decode", pl.col("t0").is_not_null())
+    if st.height == 0:
+        return None
+    j = st.with_columns(joules_in(logs, st).alias("_j"))
+    if j["_j"].null_count() == j.height:
+        return None
+    return j.group_by("decoding").agg(pl.col("_j").sum().alias("joules")).cast(
+        {"decoding": pl.Int16})
 
 
 def frontier(x: np.ndarray, y: np.ndarray) -> np.ndarray:
