@@ -206,7 +206,7 @@ def test_compare_has_the_whole_run_energy_verdict():
 def test_joules_in_over_the_state_timeline_adds_up_to_the_busy_energy():
     from logscope.analysis.concurrency import timeline
 
-    lg = read_with_telemetry([f(SWEEP[1], ".log"), f(SWEEP[1], ".smi.csv")])
+    lg = logscope.read([f(SWEEP[1], ".log"), f(SWEEP[1], ".smi.csv")])
     tl = timeline(lg)
     j = joules_in(lg, tl)
     assert j.len() == tl.height and j.null_count() == 0 and (j > 0).all()

@@ -17,7 +17,7 @@ from logscope.analysis.energy import energy_per_token
 from logscope.cli import cli
 from logscope.cli._common import read_each
 from logscope.engines.clock import parse_start_time
-from logscope.telemetry import read_samples, read_with_telemetry
+from logscope.telemetry import read_samples
 from logscope.telemetry.pairing import PairingError, pair, recordings, split_pair
 from tests.conftest import FIXTURES
 
@@ -78,7 +78,7 @@ def test_energy_per_token_from_compare_equals_report_alone_within_2_percent():
         frames = read_each(logs)
     for name, frame in zip((P, C), frames, strict=True):
         got = energy_per_token(frame)
-        alone = energy_per_token(read_with_telemetry([f(name, ".log"), f(name, ".smi.csv")]))
+        alone = energy_per_token(logscope.read([f(name, ".log"), f(name, ".smi.csv")]))
         assert set(got) == {"prefill_j_per_token", "decode_j_per_token", "decode_tps_per_w", "n"}
         assert got["n"] == alone["n"] > 0 and isinstance(got["n"], int)
         for k in ("prefill_j_per_token", "decode_j_per_token", "decode_tps_per_w"):
