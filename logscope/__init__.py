@@ -18,9 +18,11 @@ def read(paths: Any, engine: str = "auto", **telemetry: Any) -> Logs:
     columns; ``telemetry`` takes the options of
     :func:`logscope.telemetry.read_with_telemetry` (``start_time``, ``gpus``, ...).
     """
+    from logscope.analysis.concurrency import timeline
     from logscope.telemetry import read as _read
 
-    return _read(paths, engine=engine, **telemetry)
+    # the clock of telemetry is placed on the same state timeline every analysis reads
+    return _read(paths, engine=engine, work_of=timeline, **telemetry)
 
 
 def scan(dataset: Any, where: Any = None) -> dict[str, Any]:

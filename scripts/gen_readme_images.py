@@ -29,12 +29,14 @@ SPEC = f"{CORPUS}/generated-spec-pilot-c32k-np2.log"
 Q8K = f"{CORPUS}/generated-q8k-fa-c16k-np2-ctxshift.log"
 SGLANG = "fixtures/sglang/v0.5.3.post2-eagle3-accept-rate.log"
 VLLM = "fixtures/vllm/v0.22.0-mtp-deferred-journald.log"
+SWEEP = [f"fixtures/telemetry/h100/generated-gpu-sweep-np{n}.log" for n in (1, 2, 4)]
 
 
 def _figures():
     """(file name, what it shows, function returning the Figure), in README order."""
     import logscope
     from logscope.outputs import plots
+    from logscope.outputs.plot_pareto import plot_pareto
 
     cache: dict[str, object] = {}
 
@@ -56,6 +58,9 @@ def _figures():
         ("pressure.png", "KV usage, running/queued, retracts and preemptions (SGLang, vLLM)",
          lambda: plots.plot_pressure([read(SGLANG), read(VLLM)],
                                      ["SGLang 0.5.3", "vLLM 0.22"])),
+        ("pareto.png", "the passive Pareto: one agent workload at 1, 2 and 4 slots (H100)",
+         lambda: plot_pareto([read(p) for p in SWEEP], ["--parallel 1", "--parallel 2",
+                                                        "--parallel 4"])),
         ("compare.png", "A/B: two llama-server configurations overlaid",
          lambda: plots.plot_compare([read(SPEC), read(Q8K)], ["spec-pilot-c32k", "q8k-fa-c16k"])),
         ("card-gpu-q8kv-c256k-np2.png", "the one-picture card of a run",

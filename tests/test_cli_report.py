@@ -194,11 +194,16 @@ def test_report_concurrency_table():
     for r in j["concurrency"]:
         assert set(r) >= {"decoding", "prefilling", "seconds", "per_stream_tps",
                           "aggregate_tps", "n"}
-    # the alone row is the median exact rate of the five requests that decoded alone
-    assert rows[(1, 0)]["per_stream_tps"] == pytest.approx(290.94, rel=0.01)
-    # two decoding at once: the sum of both streams is more than one stream
+    # the alone row's median request is the median exact rate of the five requests that
+    # decoded alone; its per stream and aggregate are one number (the same tokens and seconds)
+    assert rows[(1, 0)]["median_request_tps"] == pytest.approx(290.94, rel=0.01)
+    assert rows[(1, 0)]["per_stream_tps"] == pytest.approx(rows[(1, 0)]["aggregate_tps"],
+                                                           rel=1e-3)
+    # two decoding at once: per stream is the aggregate ÷ 2
     two = rows[(2, 0)]
-    assert two["per_stream_tps"] < two["aggregate_tps"]
+    assert two["per_stream_tps"] * 2 == pytest.approx(two["aggregate_tps"], rel=1e-3)
+    assert two["aggregate_tps"] == pytest.approx(two["tokens"] / two["seconds"], rel=1e-2)
+    assert j["streams"] and j["headline"][next(iter(j["headline"]))]["served"]["throughput_tps"]
     assert "Decode by concurrency" in run("report", GPU).output
 
 

@@ -23,7 +23,8 @@ from logscope.analysis.depth import prefill_by_depth
 from logscope.analysis.metrics import fmt_figure, headline_figures, sig
 from logscope.analysis.prefill import fit_prefill, prefill_curve, slot_context
 from logscope.analysis.report import bench_table, build_report, render
-from logscope.analysis.timeline import request_times, time_budget
+from logscope.analysis.served import time_budget
+from logscope.analysis.timeline import request_times
 from logscope.cli import cli
 from tests.conftest import CORPUS, FIXTURES
 

@@ -15,8 +15,9 @@ PKG = Path(__file__).resolve().parent.parent / "logscope"
 # stage order: what enters each comes from the ones above it
 STAGES = ["input", "classify", "engines", "ingest", "fleet", "telemetry", "analysis", "outputs",
           "follow", "cli"]
-# the package's own facade (read, scan) ties ingest, fleet and telemetry together
-FACADE = {"logscope": "telemetry", "logscope.__main__": "cli"}
+# the package's own facade (read, scan) ties ingest, fleet, telemetry and the state timeline
+# of the analyses (on which telemetry's clock is placed) together
+FACADE = {"logscope": "analysis", "logscope.__main__": "cli"}
 
 
 def _name(p: Path) -> str:

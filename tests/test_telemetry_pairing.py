@@ -17,8 +17,7 @@ from logscope.analysis.energy import energy_per_token
 from logscope.cli import cli
 from logscope.cli._common import read_each
 from logscope.engines.clock import parse_start_time
-from logscope.telemetry import read_samples, read_with_telemetry
-from logscope.telemetry.energy import MAX_FIT_SPREAD_S, MIN_FIT_R, estimate_offset, weak_fit
+from logscope.telemetry import read_samples
 from logscope.telemetry.pairing import PairingError, pair, recordings, split_pair
 from tests.conftest import FIXTURES
 
@@ -79,7 +78,7 @@ def test_energy_per_token_from_compare_equals_report_alone_within_2_percent():
         frames = read_each(logs)
     for name, frame in zip((P, C), frames, strict=True):
         got = energy_per_token(frame)
-        alone = energy_per_token(read_with_telemetry([f(name, ".log"), f(name, ".smi.csv")]))
+        alone = energy_per_token(logscope.read([f(name, ".log"), f(name, ".smi.csv")]))
         assert set(got) == {"prefill_j_per_token", "decode_j_per_token", "decode_tps_per_w", "n"}
         assert got["n"] == alone["n"] > 0 and isinstance(got["n"], int)
         for k in ("prefill_j_per_token", "decode_j_per_token", "decode_tps_per_w"):
@@ -99,7 +98,7 @@ def test_telemetry_of_another_run_is_refused_with_one_line_naming_the_log():
     assert r.exit_code == 1
     err = [x for x in r.stderr.splitlines() if x.startswith("Error:")]
     assert len(err) == 1 and "Traceback" not in r.output
-    assert f"{P}.log" in err[0] and "--start-time" in err[0] and "fit r" in err[0]
+    assert f"{P}.log" in err[0] and "--start-time" in err[0] and "inside the telemetry" in err[0]
     # report of one log with the other run's telemetry: the same refusal, not a number
     r = run("report", f(C, ".log"), f(P, ".dmon.txt"))
     assert r.exit_code == 1 and f"{C}.log" in r.stderr and "--start-time" in r.stderr
@@ -145,19 +144,29 @@ def test_time_overlap_pairs_logs_whose_clock_is_known():
 
 @pytest.mark.parametrize("log,tele,right", [
     (P, P, True), (C, C, True), (P, C, False), (C, P, False)])
-def test_weak_fit_separates_right_from_wrong_telemetry(log, tele, right):
-    from logscope.telemetry.energy import Power, _run_ends, stretches
+def test_placement_separates_right_from_wrong_telemetry(log, tele, right):
+    from logscope.telemetry.energy import Power, signals_of, stretches, work_segments
+    from logscope.telemetry.placement import Work, place, refusal
 
     lg = logscope.read(f(log, ".log"))
-    st = stretches(lg["requests"])
-    est = estimate_offset(st, Power(read_samples([f(tele, ".smi.csv")])),
-                          float(_run_ends(lg)["t_end"].max()))
-    assert (weak_fit(est) is None) == right, est
+    work = Work(work_segments(stretches(lg["requests"])))
+    fit = place(work, signals_of(Power(read_samples([f(tele, ".smi.csv")]))))
+    assert (refusal(fit) is None) == right, fit
     if right:
-        assert abs(est["offset_s"] - TRUE_START[log]) < 0.5
-        assert est["r"] >= MIN_FIT_R + 0.1 and est["spread_s"] < MAX_FIT_SPREAD_S
-    assert "fit r" in weak_fit({"r": 0.32, "coverage": 1.0, "spread_s": 33.0})
-    assert "±33 s" in weak_fit({"r": 0.32, "coverage": 1.0, "spread_s": 33.0})
+        assert abs(fit["offset_s"] - TRUE_START[log]) < 0.5 and fit["spread_s"] < 10
+
+
+def test_two_equal_placements_are_refused_naming_both():
+    from logscope.telemetry.placement import refusal
+
+    why = refusal({"score": 0.8, "separation": 1.0, "coverage": 1.0,
+                   "spread_s": 0.4, "offset_s": 1796156563.6, "runner_up_s": 1796156593.6,
+                   "runner_up_score": 0.77, "runner_up_vs": 0.8})
+    assert "equally well" in why and "2026-12-01T" in why and why.count("server start") == 1
+    assert "2026-12-01T20:22:43.6Z" in why and "2026-12-01T20:23:13.6Z" in why
+    assert refusal({"score": 0.8, "separation": 1.0, "coverage": 1.0,
+                    "spread_s": 0.4, "offset_s": 1796156563.6, "runner_up_s": 1796156593.6,
+                    "runner_up_score": 0.6, "runner_up_vs": 0.8}) is None
 
 
 def test_pooled_recording_still_places_the_short_run():

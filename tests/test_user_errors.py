@@ -175,7 +175,7 @@ PRESSURE, COLORS = H200 / "generated-gpu-pressure-np4-ctxshift", H200 / "generat
 def test_telemetry_of_another_run_is_one_error_line(tmp_path):
     """A weak clock fit (the other run's telemetry) is an error naming the log, not a number."""
     line = one_error(run("report", f"{COLORS}.log", f"{PRESSURE}.smi.csv"), 1,
-                     "generated-gpu-colors-tty.log", "--start-time", "fit r")
+                     "generated-gpu-colors-tty.log", "--start-time", "cannot place this log")
     assert "ISO 8601" in line
     one_error(run("card", f"{PRESSURE}.log", "--telemetry", f"{COLORS}.smi.csv", "-o",
                   tmp_path / "c.png"), 1, "generated-gpu-pressure-np4-ctxshift.log",

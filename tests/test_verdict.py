@@ -93,7 +93,8 @@ def test_card_carries_the_verdict(tmp_path):
     a, b = logscope.read(str(SPEC)), logscope.read(str(BASE))
     fig = card(b, "base", verdicts=verdict(a, b, ("spec", "base")))
     foot = fig.get_supxlabel()
-    assert foot.startswith("verdict: base decodes 1.") and "95 % CI" in foot
+    assert foot.startswith("verdict: base: ") and "\nbase decodes 1." in foot
+    assert "95 % CI" in foot
     out = tmp_path / "card.png"
     r = CliRunner().invoke(cli, ["card", str(BASE), "--vs", str(SPEC), "-o", str(out)])
     assert r.exit_code == 0, r.output

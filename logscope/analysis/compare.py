@@ -43,7 +43,7 @@ def _metrics(logs, at) -> dict[str, Metric]:
     m["decode t/s per stream, state seen longest (server windows)"] = \
         (d["median"], d["n"], None) if d and d["exactness"] != EXACT else (None, None, None)
     g = h["aggregate"]
-    m["aggregate decode t/s (most concurrent)"] = \
+    m["decode rate t/s while the most streams decode (not throughput)"] = \
         (g["mean_tps"], g["n"], None) if g else (None, None, None)
     a = h["acceptance"]
     m["draft acceptance rate"] = (a["rate"], a["n"] or None, None)

@@ -1,32 +1,45 @@
-"""Concurrency, defined once: how many requests decode and how many prefill at every moment.
+"""Concurrency, defined once: what the server was doing at every moment of a run.
 
 Every table, plot, headline and the verdict that speaks of concurrency takes it from here.
 
-* :func:`timeline`: the segments of each (file, run) with a fixed state — ``decoding`` requests
-  and ``prefilling`` requests. llama-server: from each request's own times
-  (:func:`logscope.analysis.timeline.request_times`): it prefills from the start of its prompt's
-  compute to the start of its decode (release − ``eval time``), and decodes from there to its
-  release. A request cut during decode (no timing block) decodes from its first ``n_gen`` line
-  minus ``n_gen / tg`` to its release. SGLang and vLLM: from their window lines
-  (:mod:`logscope.analysis.windows`).
-* :func:`decode_samples`: the units every per-stream decode figure rests on. llama-server: one
-  row per (request, state) piece: the seconds the request decoded in that state and the tokens it
-  decoded meanwhile, read off its cumulative ``n_gen`` curve (the ``n_gen`` progress lines,
-  0 at the decode start and the ``eval`` count at release, joined by straight lines). SGLang and
-  vLLM: one row per window interval (tokens ÷ (seconds × streams decoding)).
-* :func:`concurrency`: one row per state with at least one stream decoding: ``seconds`` in it,
-  ``per_stream_tps`` (llama-server: the median exact rate of the requests that decoded wholly
-  in the state (``ALONE_SHARE`` of their decode), when there are ``MIN_PURE`` of them; else the
-  weighted median of every piece of at least ``MIN_SAMPLE_TOKENS`` tokens, a request counting
-  once, shared among its states by their share of its decode time; SGLang/vLLM: the median of
-  the windows weighted by their seconds), ``aggregate_tps`` (all tokens decoded in the state ÷
-  its seconds), ``n``.
+* :func:`states`: the whole run cut into segments of one state each, so that their seconds add
+  up to the run's span and their tokens to the tokens generated:
+
+  - ``decode``: ``decoding`` streams generate (``prefilling`` prompts are computed beside them);
+  - ``prefill``: prompts are computed and no stream decodes;
+  - ``stall``: requests are in progress but nothing computes: the server loop selected a slot
+    and saves or loads its prompt cache (``selected slot`` … ``processing task``: the loop is
+    blocked, so every other stream waits too), or a launched request waits for its prompt's
+    compute with nothing else running;
+  - ``idle``: no request in progress (before the first, between requests, after the last).
+
+  llama-server: each request prefills from the start of its prompt's compute to the start of
+  its decode (release − ``eval time``) and decodes from there to its release; a request cut
+  during decode (no timing block) decodes from its first ``n_gen`` line minus ``n_gen / tg``.
+  A request's tokens are read off its cumulative ``n_gen`` curve (its ``n_gen`` lines, 0 at the
+  decode start and the ``eval`` count at release) on a clock that stops while the loop is
+  blocked, so a stall holds no tokens. SGLang and vLLM: one segment per window interval
+  (:mod:`logscope.analysis.windows`), the rest of the window lines' span as ``idle``.
+* :func:`timeline`: the computing segments alone (``decode`` and ``prefill``).
+* :func:`decode_samples`: the units per-request figures rest on: llama-server, one row per
+  (request, state) piece (the seconds it decoded in that state, the tokens it decoded meanwhile);
+  SGLang/vLLM, one row per window interval.
+* :func:`concurrency`: one row per state with a stream decoding: ``seconds`` in it, ``tokens``
+  decoded in it, ``aggregate_tps`` = tokens ÷ seconds (the rate *while* k streams decode, not
+  the throughput a workload gets: see :mod:`logscope.analysis.served`), ``per_stream_tps`` =
+  aggregate ÷ k (the same tokens and seconds, so at k = 1 they are one number), and beside them
+  ``median_request_tps``: the median exact rate of the requests that decoded wholly in the state
+  (``ALONE_SHARE`` of their decode; where fewer than ``MIN_PURE`` did, of those that decoded
+  mostly in it; SGLang/vLLM: the seconds-weighted median of its clean windows), labelled as such:
+  a request's rate counts its stalls, the state's rates do not.
   ``(1, 0)`` is "alone on the GPU"; ``(1, 1)`` is "decoding while another slot prefills".
 * :func:`request_concurrency`: per llama-server request, the state it decoded in most, whether it
   decoded alone, and ``others_max``: the most other requests in progress at once beside it.
 """
 
 from __future__ import annotations
+
+import weakref
 
 import numpy as np
 import polars as pl
@@ -35,23 +48,27 @@ from logscope.analysis._util import EXACT, WINDOW, label_of, table
 
 MIN_SAMPLE_TOKENS = 16   # a piece shorter than this is too short to be a rate of its own
 ALONE_SHARE = 0.98       # a request "ran alone" when this share of its decode was in (1, 0)
-MIN_PURE = 3             # requests wholly in a state that make its per-stream figure alone
+MIN_PURE = 3             # requests wholly in a state that make its median request alone
+STATES = ("decode", "prefill", "stall", "idle")
 
 TIMELINE_SCHEMA = {"label": pl.String, "file": pl.String, "run": pl.Int32, "t0": pl.Float64,
                    "t1": pl.Float64, "decoding": pl.Int16, "prefilling": pl.Int16}
+STATES_SCHEMA = {**TIMELINE_SCHEMA, "state": pl.String, "busy": pl.Int16,
+                 "tokens": pl.Float64, "seconds": pl.Float64}
 SAMPLE_SCHEMA = {"label": pl.String, "file": pl.String, "run": pl.Int32, "slot": pl.Int64,
                  "task": pl.Int64, "unit": pl.String, "decoding": pl.Int16,
                  "prefilling": pl.Int16, "tokens": pl.Float64, "seconds": pl.Float64,
                  "tps": pl.Float64, "flag": pl.String}
 STATE_SCHEMA = {"label": pl.String, "decoding": pl.Int16, "prefilling": pl.Int16,
-                "seconds": pl.Float64, "per_stream_tps": pl.Float64,
-                "aggregate_tps": pl.Float64, "n": pl.Int64, "exactness": pl.String,
-                "source": pl.String}
+                "seconds": pl.Float64, "tokens": pl.Float64, "per_stream_tps": pl.Float64,
+                "aggregate_tps": pl.Float64, "median_request_tps": pl.Float64, "n": pl.Int64,
+                "exactness": pl.String, "source": pl.String}
 REQUEST_SCHEMA = {"file": pl.String, "run": pl.Int32, "slot": pl.Int64, "task": pl.Int64,
                   "decoding": pl.Int16, "alone": pl.Boolean, "others_max": pl.Int64,
                   "decode_tps": pl.Float64, "gen_tokens": pl.Int64}
 KEY = ["file", "run", "slot", "task"]
 CUT = "cut during decode: tokens from its n_gen lines"
+NOT_TABLES = {"requests", "lines_classified", "unrecognized"}
 
 
 def state_label(decoding: int, prefilling: int) -> str:
@@ -70,7 +87,7 @@ def state_label(decoding: int, prefilling: int) -> str:
 
 
 def _phases(logs) -> pl.DataFrame | None:
-    """Per llama-server request: t_start, t_end, prefill [p0, p1), decode [d0, d1)."""
+    """Per llama-server request: t_select, t_start, t_end, prefill [p0, p1), decode [d0, d1)."""
     from logscope.analysis.timeline import request_times
 
     rt = request_times(logs)
@@ -93,7 +110,7 @@ def _phases(logs) -> pl.DataFrame | None:
                      pl.when(pl.col("_d0_tick") >= pl.col("t_start"))
                      .then(pl.col("_d0_tick")))
     return r.select(
-        *KEY, "t_start", "t_end", "gen_tokens", "decode_tps",
+        *KEY, "t_select", "t_start", "t_end", "gen_tokens", "decode_tps",
         pl.col("prompt_start").alias("p0"),
         pl.coalesce(d0, pl.col("t_end")).alias("p1"),
         d0.alias("d0"),
@@ -101,59 +118,217 @@ def _phases(logs) -> pl.DataFrame | None:
     ).filter(pl.col("t_start").is_not_null(), pl.col("t_end").is_not_null())
 
 
-def _sweep(iv: list[tuple[float, float, int, int]]) -> list[tuple[float, float, int, int]]:
-    """Segments of constant (decoding, prefilling) from intervals (a, b, +dec, +pre)."""
-    ev: dict[float, list[int]] = {}
-    for a, b, dd, pp in iv:
-        if b <= a:
+def _cover(iv: list[tuple[float, float]], t: np.ndarray) -> np.ndarray:
+    """How many of the intervals [a, b) contain each time of ``t``."""
+    if not iv:
+        return np.zeros(len(t), dtype=np.int64)
+    s = np.sort(np.array([a for a, _ in iv], dtype=float))
+    e = np.sort(np.array([b for _, b in iv], dtype=float))
+    return np.searchsorted(s, t, side="right") - np.searchsorted(e, t, side="right")
+
+
+def _iv(a, b) -> list[tuple[float, float]]:
+    return [(x, y) for x, y in zip(a, b, strict=True)
+            if x is not None and y is not None and y > x]
+
+
+def run_spans(logs) -> dict[tuple[str, int], tuple[float, float]]:
+    """(file, run) → (first, last) server-clock time of any timed line of the run.
+
+    Example::
+
+        run_spans(logscope.read("server.log"))   # {("server.log", 0): (0.81, 412.3)}
+    """
+    tables = getattr(logs, "tables", None) or {}
+    parts = []
+    for name, df in tables.items():
+        if name in NOT_TABLES or df is None or df.height == 0 \
+                or not {"t_rel", "run", "file"} <= set(df.columns):
             continue
-        ev.setdefault(a, [0, 0])
-        ev.setdefault(b, [0, 0])
-        ev[a][0] += dd
-        ev[a][1] += pp
-        ev[b][0] -= dd
-        ev[b][1] -= pp
-    ts = sorted(ev)
-    out, k, j = [], 0, 0
-    for t0, t1 in zip(ts, ts[1:], strict=False):
-        k += ev[t0][0]
-        j += ev[t0][1]
-        if k > 0 or j > 0:
-            out.append((t0, t1, k, j))
+        parts.append(df.select(pl.col("file").cast(pl.String), pl.col("run").cast(pl.Int32),
+                               pl.col("t_rel").cast(pl.Float64)).drop_nulls()
+                     .group_by("file", "run").agg(pl.col("t_rel").min().alias("lo"),
+                                                  pl.col("t_rel").max().alias("hi")))
+    if not parts:
+        return {}
+    g = pl.concat(parts).group_by("file", "run").agg(pl.col("lo").min(), pl.col("hi").max())
+    return {(f, r): (lo, hi) for f, r, lo, hi in g.iter_rows()}
+
+
+def _ticks(logs) -> dict[tuple, list]:
+    dp = table(logs, "decode_progress")
+    ticks: dict[tuple, list] = {}
+    if dp is not None and {"n_gen", "t_rel"} <= set(dp.columns):
+        for row in (dp.drop_nulls(["t_rel", "n_gen"]).sort("t_rel")
+                    .select(pl.col("file").cast(pl.String), "run", "slot", "task", "t_rel",
+                            "n_gen").iter_rows()):
+            ticks.setdefault(tuple(row[:4]), []).append((row[4], row[5]))
+    return ticks
+
+
+def _llama_states(logs, ph: pl.DataFrame, lab: str) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(segments of every state, decode samples per (request, state)) of a llama-server log."""
+    spans = run_spans(logs)
+    ticks = _ticks(logs)
+    seg_parts, sample_rows = [], []
+    for (file, run), g in ph.group_by(["file", "run"], maintain_order=True):
+        arrive = g.select(pl.coalesce("t_select", "t_start")).to_series()
+        block = _iv(g["t_select"], g["t_start"])      # the loop is blocked for every slot
+        wait = _iv(g["t_start"], g["p0"])
+        pre = _iv(g["p0"], g["p1"])
+        dec = _iv(g["d0"], g["d1"])
+        busy_iv = _iv(arrive, g["t_end"])
+        lo, hi = spans.get((file, run), (None, None))
+        ends = [t for iv in (block, wait, pre, dec, busy_iv) for ab in iv for t in ab]
+        if not ends:
+            continue
+        lo = min(ends) if lo is None else min(lo, min(ends))
+        hi = max(ends) if hi is None else max(hi, max(ends))
+        cuts = np.unique(np.array([lo, hi, *ends], dtype=float))
+        if len(cuts) < 2:
+            continue
+        mids, width = (cuts[:-1] + cuts[1:]) / 2, np.diff(cuts)
+        blocked = _cover(block, mids) > 0
+        k = np.where(blocked, 0, _cover(dec, mids))
+        j = np.where(blocked, 0, _cover(pre, mids))
+        busy = _cover(busy_iv, mids)
+        state = np.where(blocked, "stall", np.where(
+            k > 0, "decode", np.where(j > 0, "prefill", np.where(busy > 0, "stall", "idle"))))
+        # the clock that stops while the loop is blocked: a request's n_gen curve runs on it
+        cum_b = np.concatenate([[0.0], np.cumsum(np.where(blocked, width, 0.0))])
+        tokens = np.zeros(len(mids))
+        for r in g.filter(pl.col("d0").is_not_null(), pl.col("d1") > pl.col("d0")).iter_rows(
+                named=True):
+            t, n = _curve(ticks, (file, run, r["slot"], r["task"]), r["d0"], r["d1"],
+                          r["gen_tokens"])
+            if len(t) < 2:
+                continue
+            u = t - np.interp(t, cuts, cum_b)
+            u = u + np.arange(len(u)) * 1e-12        # strictly increasing for interp
+            a_i, b_i = np.searchsorted(cuts, r["d0"]), np.searchsorted(cuts, r["d1"])
+            if b_i <= a_i:
+                continue
+            ua = cuts[a_i:b_i] - cum_b[a_i:b_i]
+            ub = cuts[a_i + 1:b_i + 1] - cum_b[a_i + 1:b_i + 1]
+            tok = np.clip(np.interp(ub, u, n) - np.interp(ua, u, n), 0, None)
+            tokens[a_i:b_i] += tok
+            per: dict[tuple[int, int], list[float]] = {}
+            for kk, jj, sec, tk in zip(k[a_i:b_i], j[a_i:b_i], width[a_i:b_i], tok,
+                                       strict=True):
+                if kk <= 0:
+                    continue
+                acc = per.setdefault((int(kk), int(jj)), [0.0, 0.0])
+                acc[0] += sec
+                acc[1] += tk
+            for (kk, jj), (sec, tk) in per.items():
+                sample_rows.append((lab, file, run, r["slot"], r["task"], "request", kk, jj,
+                                    float(tk), float(sec), tk / sec if sec > 0 else None,
+                                    None if r["gen_tokens"] is not None else CUT))
+        seg_parts.append(pl.DataFrame({
+            "label": lab, "file": file, "run": run, "t0": cuts[:-1], "t1": cuts[1:],
+            "decoding": k, "prefilling": j, "state": state, "busy": busy, "tokens": tokens,
+            "seconds": width}).cast(STATES_SCHEMA))
+    segs = pl.concat(seg_parts) if seg_parts else pl.DataFrame(schema=STATES_SCHEMA)
+    return _merge(segs), pl.DataFrame(sample_rows, schema=SAMPLE_SCHEMA, orient="row")
+
+
+def _merge(segs: pl.DataFrame) -> pl.DataFrame:
+    """Adjacent segments of one run in the same state and count made one."""
+    if segs.height == 0:
+        return segs
+    key = ["file", "run", "state", "decoding", "prefilling", "busy"]
+    new = pl.any_horizontal([pl.col(c).ne_missing(pl.col(c).shift(1)) for c in key])
+    return (segs.sort("file", "run", "t0").with_columns(new.cum_sum().alias("_g"))
+            .group_by("_g", maintain_order=True)
+            .agg(pl.col("label", "file", "run").first(), pl.col("t0").min(),
+                 pl.col("t1").max(), pl.col("decoding", "prefilling", "state", "busy").first(),
+                 pl.col("tokens", "seconds").sum())
+            .select(list(STATES_SCHEMA)).cast(STATES_SCHEMA))
+
+
+def _window_states(logs, lab: str) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """SGLang/vLLM: a segment per decode window interval, the rest of the lines' span idle."""
+    from logscope.analysis.windows import decode_intervals, window_timeline
+
+    s = decode_intervals(logs, lab).cast(SAMPLE_SCHEMA)
+    tl = window_timeline(logs, lab)
+    if s.height == 0:
+        return pl.DataFrame(schema=STATES_SCHEMA), s
+    segs = s.select("label", "file", "run", pl.lit(None, pl.Float64).alias("t0"),
+                    pl.lit(None, pl.Float64).alias("t1"), "decoding", "prefilling",
+                    pl.lit("decode").alias("state"), pl.col("decoding").alias("busy"),
+                    "tokens", "seconds")
+    if tl.height:
+        span = tl.group_by("file", "run").agg((pl.col("t1").max() - pl.col("t0").min())
+                                               .alias("_span"))
+        used = s.group_by("file", "run").agg(pl.col("seconds").sum().alias("_used"))
+        rest = span.join(used, on=["file", "run"], how="left").select(
+            pl.lit(lab).alias("label"), "file", "run", pl.lit(None, pl.Float64).alias("t0"),
+            pl.lit(None, pl.Float64).alias("t1"), pl.lit(0).alias("decoding"),
+            pl.lit(0).alias("prefilling"), pl.lit("idle").alias("state"),
+            pl.lit(0).alias("busy"), pl.lit(0.0).alias("tokens"),
+            (pl.col("_span") - pl.col("_used").fill_null(0)).clip(lower_bound=0)
+            .alias("seconds")).filter(pl.col("seconds") > 0)
+        segs = pl.concat([segs.cast(STATES_SCHEMA), rest.cast(STATES_SCHEMA)])
+    return segs.cast(STATES_SCHEMA), s
+
+
+_MEMO: dict[tuple, tuple] = {}   # (logs, tables, label) → (weak ref, result): reports ask often
+
+
+def _states(logs, lab: str) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(segments of every state, decode samples) from one reading of the phases or windows;
+    remembered for the same ingest (the same table objects) and label."""
+    tables = getattr(logs, "tables", None) or {}
+    key = (id(logs), lab, *(id(tables.get(n)) for n in
+                            ("requests", "decode_progress", "decode_batch", "engine_stats")))
+    hit = _MEMO.get(key)
+    if hit is not None and hit[0]() is logs:
+        return hit[1]
+    ph = _phases(logs)
+    out = _llama_states(logs, ph, lab) if ph is not None and ph.height \
+        else _window_states(logs, lab)
+    try:
+        ref = weakref.ref(logs)
+    except TypeError:       # an object that cannot be referred to weakly: not remembered
+        return out
+    if len(_MEMO) >= 16:
+        _MEMO.pop(next(iter(_MEMO)))
+    _MEMO[key] = (ref, out)
     return out
 
 
-def _llama_timeline(ph: pl.DataFrame, lab: str) -> pl.DataFrame:
-    rows = []
-    for (file, run), g in ph.group_by(["file", "run"], maintain_order=True):
-        iv = [(a, b, 0, 1) for a, b in zip(g["p0"], g["p1"], strict=True)
-              if a is not None and b is not None]
-        iv += [(a, b, 1, 0) for a, b in zip(g["d0"], g["d1"], strict=True)
-               if a is not None and b is not None]
-        rows += [(lab, file, run, t0, t1, k, j) for t0, t1, k, j in _sweep(iv)]
-    return pl.DataFrame(rows, schema=TIMELINE_SCHEMA, orient="row")
+def states(logs, label: str | None = None) -> pl.DataFrame:
+    """Every moment of every run in one state (module docstring): ``t0``, ``t1`` (server clock;
+    null for window logs, whose intervals are summed), ``state``, ``decoding``, ``prefilling``,
+    ``busy`` (requests in progress), ``tokens`` generated and ``seconds``. The seconds add up to
+    each run's span, the tokens to the tokens generated.
+
+    Example::
+
+        st = states(logscope.read("server.log"))
+        st.group_by("state").agg(pl.col("seconds", "tokens").sum())
+    """
+    return _states(logs, label_of(logs, label))[0]
 
 
 def timeline(logs, label: str | None = None) -> pl.DataFrame:
-    """Segments of fixed (decoding, prefilling) per (file, run), on the run's clock (seconds).
+    """Segments of fixed (decoding, prefilling) per (file, run) in which something computes,
+    on the run's clock (seconds); stalls and idle time are left out (see :func:`states`).
 
     Example::
 
         tl = timeline(logscope.read("server.log"))
         tl.group_by("decoding", "prefilling").agg((pl.col("t1") - pl.col("t0")).sum())
     """
-    return _states(logs, label_of(logs, label), samples=False)[0]
-
-
-def _states(logs, lab: str, samples: bool = True) -> tuple[pl.DataFrame, pl.DataFrame | None]:
-    """(timeline, decode samples) from one reading of the requests' phases (or windows)."""
+    lab = label_of(logs, label)
     ph = _phases(logs)
-    if ph is not None and ph.height:
-        tl = _llama_timeline(ph, lab)
-        return tl, _llama_samples(logs, ph, tl, lab) if samples else None
-    from logscope.analysis.windows import decode_intervals, window_timeline
-    return (window_timeline(logs, lab).cast(TIMELINE_SCHEMA),
-            decode_intervals(logs, lab).cast(SAMPLE_SCHEMA) if samples else None)
+    if ph is None or ph.height == 0:
+        from logscope.analysis.windows import window_timeline
+        return window_timeline(logs, lab).cast(TIMELINE_SCHEMA)
+    segs = _llama_states(logs, ph, lab)[0]
+    return segs.filter(pl.col("state").is_in(["decode", "prefill"])).select(
+        list(TIMELINE_SCHEMA))
 
 
 def _curve(ticks: dict[tuple, list], key: tuple, d0: float, d1: float,
@@ -176,46 +351,6 @@ def _curve(ticks: dict[tuple, list], key: tuple, d0: float, d1: float,
         n.append(n[-1] + rate * (d1 - t[-1]))
         t.append(d1)
     return np.asarray(t), np.asarray(n)
-
-
-def _llama_samples(logs, ph: pl.DataFrame, tl: pl.DataFrame, lab: str) -> pl.DataFrame:
-    dp = table(logs, "decode_progress")
-    ticks: dict[tuple, list] = {}
-    if dp is not None and {"n_gen", "t_rel"} <= set(dp.columns):
-        for row in (dp.drop_nulls(["t_rel", "n_gen"]).sort("t_rel")
-                    .select(pl.col("file").cast(pl.String), "run", "slot", "task", "t_rel",
-                            "n_gen").iter_rows()):
-            ticks.setdefault(tuple(row[:4]), []).append((row[4], row[5]))
-    rows = []
-    # segments of a run are disjoint and in time order: a request's are one slice of them
-    segs = {k: tuple(g.sort("t0")[c].to_numpy() for c in ("t0", "t1", "decoding", "prefilling"))
-            for k, g in tl.group_by(["file", "run"])}
-    for r in ph.filter(pl.col("d0").is_not_null(), pl.col("d1") > pl.col("d0")).iter_rows(
-            named=True):
-        seg = segs.get((r["file"], r["run"]))
-        if seg is None:
-            continue
-        t0s, t1s, ks, js = seg
-        lo, hi = np.searchsorted(t1s, r["d0"], "right"), np.searchsorted(t0s, r["d1"], "left")
-        if hi <= lo:
-            continue
-        t, n = _curve(ticks, (r["file"], r["run"], r["slot"], r["task"]), r["d0"], r["d1"],
-                      r["gen_tokens"])
-        if len(t) < 2:
-            continue
-        a = np.maximum(t0s[lo:hi], r["d0"])
-        b = np.minimum(t1s[lo:hi], r["d1"])
-        tok = np.interp(b, t, n) - np.interp(a, t, n)
-        per: dict[tuple[int, int], list[float]] = {}
-        for k, j, sec, tk in zip(ks[lo:hi], js[lo:hi], b - a, tok, strict=True):
-            acc = per.setdefault((int(k), int(j)), [0.0, 0.0])
-            acc[0] += sec
-            acc[1] += tk
-        for (k, j), (sec, tk) in per.items():
-            rows.append((lab, r["file"], r["run"], r["slot"], r["task"], "request", k, j,
-                         float(tk), float(sec), tk / sec if sec > 0 else None,
-                         None if r["gen_tokens"] is not None else CUT))
-    return pl.DataFrame(rows, schema=SAMPLE_SCHEMA, orient="row")
 
 
 def decode_samples(logs, label: str | None = None) -> pl.DataFrame:
@@ -246,53 +381,66 @@ def weighted_median(v: np.ndarray, w: np.ndarray) -> float | None:
 
 def concurrency(logs, label: str | None = None) -> pl.DataFrame:
     """One row per (decoding, prefilling) state with a stream decoding (module docstring);
-    what ``report --format json`` carries as ``"concurrency"``.
+    what ``report --format json`` carries as ``"concurrency"``. ``per_stream_tps`` ×
+    ``decoding`` = ``aggregate_tps`` = ``tokens`` ÷ ``seconds``.
 
     Example::
 
         concurrency(logscope.read("server.log")).filter(pl.col("decoding") == 1)
     """
     lab = label_of(logs, label)
-    tl, s = _states(logs, lab)
-    if tl.height == 0 or s.height == 0:
+    segs, s = _states(logs, lab)
+    dec = segs.filter(pl.col("state") == "decode", pl.col("decoding") > 0)
+    if dec.height == 0:
         return pl.DataFrame(schema=STATE_SCHEMA)
-    window = bool((s["unit"] == "window").any())
-    secs = (tl.filter(pl.col("decoding") > 0)
-            .group_by("decoding", "prefilling")
-            .agg((pl.col("t1") - pl.col("t0")).sum().alias("seconds")))
-    clean = s.filter(pl.col("flag").is_null()).with_columns(
-        pl.col("seconds").sum().over(["file", "run", "slot", "task"]).alias("_req_s"))
-    rows = []
-    tokens = dict(((k, j), v) for k, j, v in s.group_by("decoding", "prefilling")
-                  .agg(pl.col("tokens").sum()).iter_rows())
-    for (k, j), g in clean.group_by(["decoding", "prefilling"]):
-        use = g.filter(pl.col("tokens") >= MIN_SAMPLE_TOKENS, pl.col("tps").is_not_null())
-        pure = use.filter(pl.col("seconds") >= ALONE_SHARE * pl.col("_req_s"))
-        if window:   # windows weigh by their seconds
-            per = weighted_median(use["tps"].to_numpy(), use["seconds"].to_numpy())
-        elif pure.height >= MIN_PURE or pure.height == use.height:
-            per = float(pure["tps"].median()) if pure.height else None  # exact per request
-        else:        # pieces too: a request counts once, shared by its share of decode time
-            share = (use["seconds"] / use["_req_s"]).to_numpy()
-            per = weighted_median(use["tps"].to_numpy(), share)
-        rows.append((lab, k, j, float(tokens[(k, j)]), per, use.height))
-    per = pl.DataFrame(rows, schema={"label": pl.String, "decoding": pl.Int16,
-                                     "prefilling": pl.Int16, "_tokens": pl.Float64,
-                                     "per_stream_tps": pl.Float64, "n": pl.Int64},
+    window = bool(s.height and (s["unit"] == "window").any())
+    out = (dec.group_by("decoding", "prefilling")
+           .agg(pl.col("seconds").sum(), pl.col("tokens").sum())
+           .with_columns((pl.col("tokens") / pl.col("seconds")).alias("aggregate_tps"))
+           .with_columns((pl.col("aggregate_tps") / pl.col("decoding")).alias("per_stream_tps")))
+    med_rows = []
+    if window:      # the clean windows' per-stream rates, weighed by their seconds
+        clean = s.filter(pl.col("flag").is_null(), pl.col("tps").is_not_null())
+        for (k, j), g in clean.group_by(["decoding", "prefilling"]):
+            med_rows.append((k, j, weighted_median(g["tps"].to_numpy(),
+                                                   g["seconds"].to_numpy()), g.height))
+    else:           # requests by the state they decoded in most: their exact rates
+        rc = request_concurrency(logs, lab, ph_states=(segs, s))
+        share = s.with_columns((pl.col("seconds") / pl.col("seconds").sum().over(KEY))
+                               .alias("_share")).cast({"file": pl.String, "run": pl.Int32})
+        dom = _dominant(s).drop("alone")
+        rate = rc.select(*KEY, "decode_tps", "gen_tokens").filter(
+            pl.col("gen_tokens") >= MIN_SAMPLE_TOKENS, pl.col("decode_tps").is_not_null())
+        pure = share.filter(pl.col("_share") >= ALONE_SHARE).join(rate, on=KEY)
+        mostly = dom.join(rate, on=KEY)
+        for (k, j), g in mostly.group_by(["decoding", "prefilling"]):
+            p = pure.filter(pl.col("decoding") == k, pl.col("prefilling") == j)
+            use = p if p.height >= MIN_PURE else g    # wholly in the state, else mostly
+            med_rows.append((k, j, float(use["decode_tps"].median()), use.height))
+    med = pl.DataFrame(med_rows, schema={"decoding": pl.Int16, "prefilling": pl.Int16,
+                                         "median_request_tps": pl.Float64, "n": pl.Int64},
                        orient="row")
-    if window:   # the windows' own seconds: the timeline of a window log is those intervals
-        secs = (clean.group_by("decoding", "prefilling")
-                .agg(pl.col("seconds").sum()))
-    out = per.join(secs.cast({"decoding": pl.Int16, "prefilling": pl.Int16}),
-                   on=["decoding", "prefilling"], how="left")
-    out = out.with_columns(
-        (pl.col("_tokens") / pl.col("seconds")).alias("aggregate_tps"),
+    out = out.cast({"decoding": pl.Int16, "prefilling": pl.Int16}).join(
+        med, on=["decoding", "prefilling"], how="left")
+    return out.with_columns(
+        pl.lit(lab).alias("label"), pl.col("n").fill_null(0),
         pl.lit(WINDOW if window else EXACT).alias("exactness"),
-        pl.lit("window intervals" if window else "requests' n_gen curves").alias("source"))
-    return out.select(list(STATE_SCHEMA)).cast(STATE_SCHEMA).sort("decoding", "prefilling")
+        pl.lit("window intervals" if window else "requests' n_gen curves").alias("source"),
+    ).select(list(STATE_SCHEMA)).cast(STATE_SCHEMA).sort("decoding", "prefilling")
 
 
-def request_concurrency(logs, label: str | None = None) -> pl.DataFrame:
+def _dominant(s: pl.DataFrame) -> pl.DataFrame:
+    """Per request: the (decoding, prefilling) it decoded in most, and whether it was alone."""
+    return (s.sort("seconds", descending=True).group_by(KEY).agg(
+        pl.col("decoding").first(), pl.col("prefilling").first(),
+        ((pl.when((pl.col("decoding") == 1) & (pl.col("prefilling") == 0))
+          .then(pl.col("seconds")).otherwise(0.0)).sum()
+         / pl.col("seconds").sum() >= ALONE_SHARE).alias("alone"))
+        .cast({"file": pl.String, "run": pl.Int32}))
+
+
+def request_concurrency(logs, label: str | None = None,
+                        ph_states: tuple | None = None) -> pl.DataFrame:
     """Per llama-server request: the state it decoded in most (``decoding``), ``alone`` and
     ``others_max`` (the most other requests in progress at once during its life).
 
@@ -304,12 +452,8 @@ def request_concurrency(logs, label: str | None = None) -> pl.DataFrame:
     ph = _phases(logs)
     if ph is None or ph.height == 0:
         return pl.DataFrame(schema=REQUEST_SCHEMA)
-    s = _llama_samples(logs, ph, _llama_timeline(ph, lab), lab)
-    dom = (s.sort("seconds", descending=True).group_by(KEY).agg(
-        pl.col("decoding").first(),
-        ((pl.when((pl.col("decoding") == 1) & (pl.col("prefilling") == 0))
-          .then(pl.col("seconds")).otherwise(0.0)).sum()
-         / pl.col("seconds").sum() >= ALONE_SHARE).alias("alone")))
+    s = (ph_states or _llama_states(logs, ph, lab))[1]
+    dom = _dominant(s).drop("prefilling")
     others = np.zeros(ph.height, dtype=np.int64)
     idx = ph.with_row_index("_i")
     for _, g in idx.group_by(["file", "run"]):
@@ -328,5 +472,5 @@ def request_concurrency(logs, label: str | None = None) -> pl.DataFrame:
                       "decode_tps", "gen_tokens").cast(REQUEST_SCHEMA)
 
 
-__all__ = ["timeline", "decode_samples", "concurrency", "request_concurrency", "state_label",
-           "MIN_SAMPLE_TOKENS"]
+__all__ = ["states", "timeline", "decode_samples", "concurrency", "request_concurrency",
+           "state_label", "run_spans", "weighted_median", "STATES", "MIN_SAMPLE_TOKENS"]

@@ -52,7 +52,11 @@ def energy_headline(logs) -> dict[str, Any] | None:
     the idle baseline with ``--net-of-idle``), ``requests_j`` (the requests' ``energy_j``
     summed: ``requests_j + idle_j == total_j``), ``clock_offset_s`` (wall-clock time of the
     log's zero: the first run's), ``clock_offset_source`` (log, given, estimated),
-    ``clock_fit_r`` / ``clock_fit_spread_s`` (estimated only), power and per-token figures.
+    ``clock_fit_r`` / ``clock_fit_spread_s`` (estimated only), power and per-token figures;
+    the whole run: ``run_j`` over ``run_s`` (each run from its first request's arrival to its
+    last response, idle and stalls included), ``work_j`` over ``work_s`` (its intervals with
+    work in progress only), ``completion_tokens`` and ``run_j_per_token`` /
+    ``work_j_per_token``.
 
     Example: ``energy_headline(read_with_telemetry(["server.log", "gpu.csv"]))["total_j"]``
     """
@@ -63,7 +67,11 @@ def energy_headline(logs) -> dict[str, Any] | None:
     requests_j = float(req["energy_j"].sum()) if req is not None else 0.0
     first = runs.row(0, named=True)
     tot = runs.select(pl.col("total_j", "idle_j", "prefill_j", "decode_j", "prompt_tokens",
-                             "gen_tokens", "covered_s").sum()).row(0, named=True)
+                             "gen_tokens", "covered_s", "run_j", "work_j", "work_s",
+                             "completion_tokens").sum(),
+                      (pl.col("run_t1") - pl.col("run_t0")).sum().alias("run_s")
+                      ).row(0, named=True)
+    ctok = tot["completion_tokens"]
     ptok, gtok = tot["prompt_tokens"], tot["gen_tokens"]
     return {
         "total_j": tot["total_j"], "idle_j": tot["idle_j"], "requests_j": requests_j,
@@ -80,6 +88,10 @@ def energy_headline(logs) -> dict[str, Any] | None:
         "prefill_mj_per_token": 1e3 * tot["prefill_j"] / ptok if ptok else None,
         "decode_mj_per_token": 1e3 * tot["decode_j"] / gtok if gtok else None,
         "decode_tps_per_w": gtok / tot["decode_j"] if tot["decode_j"] > 0 else None,
+        "run_j": tot["run_j"], "run_s": tot["run_s"], "work_j": tot["work_j"],
+        "work_s": tot["work_s"], "completion_tokens": ctok,
+        "run_j_per_token": tot["run_j"] / ctok if ctok else None,
+        "work_j_per_token": tot["work_j"] / ctok if ctok else None,
         "by_depth": energy_by_depth(logs).to_dicts(),
     }
 
@@ -129,8 +141,9 @@ def energy_lines(e: dict[str, Any] | None) -> list[str]:
     if not e:
         return []
     clock = {"log": "the log's wall clock", "given": "--start-time",
-             "estimated": f"estimated from utilisation/power (fit r = {_num(e['clock_fit_r'], 2)}"
-                          f", ±{_num(e['clock_fit_spread_s'], 2)} s)"}[e["clock_offset_source"]]
+             "estimated": "placed by the run's busy/idle pattern against utilisation/power "
+                          f"(fit r = {_num(e['clock_fit_r'], 2)} on its span, best offsets "
+                          f"within {_num(e['clock_fit_spread_s'], 2)} s)"}[e["clock_offset_source"]]
     out = [f"- energy: {_num(e['total_j'] / 1e3, 2)} kJ over {_num(e['seconds'])} s on GPU(s) "
            f"{','.join(map(str, e['gpus']))} (mean {_num(e['mean_power_w'])} W, limit "
            f"{_num(e['power_limit_w'], 0)} W): requests {_num(e['requests_j'] / 1e3, 2)} kJ, "
@@ -138,6 +151,13 @@ def energy_lines(e: dict[str, Any] | None) -> list[str]:
            + (", requests net of it" if e["net_of_idle"] else "") + f"); clock: {clock}",
            f"- energy per token: prefill {_num(e['prefill_mj_per_token'])} mJ, decode "
            f"{_num(e['decode_mj_per_token'])} mJ ({_num(e['decode_tps_per_w'], 2)} t/s per W)"]
+    if e.get("run_j_per_token") is not None:
+        out.append(
+            f"- energy per completion token, whole run: {_num(e['run_j_per_token'], 3)} J "
+            f"({_num(e['run_j'] / 1e3, 2)} kJ over {_num(e['run_s'])} s from the first "
+            f"request's arrival to the last response, idle and stalls included, ÷ "
+            f"{e['completion_tokens']:,} completion tokens); busy only "
+            f"{_num(e['work_j_per_token'], 3)} J ({_num(e['work_s'])} s with work in progress)")
     if len(e["by_depth"]) > 1:
         out.append("- energy by depth: " + "; ".join(
             f"{_depth(b['depth'])} n={b['n']}: prefill {_num(b['prefill_mj_per_token'])} mJ/t, "
@@ -162,7 +182,9 @@ def energy_metrics(e: dict[str, Any] | None) -> dict[str, tuple[float | None, st
             "mean power W (whole run)": (e["mean_power_w"], None),
             "prefill mJ/token": (e["prefill_mj_per_token"], None),
             "decode mJ/token": (e["decode_mj_per_token"], None),
-            "decode t/s per W": (e["decode_tps_per_w"], None)}
+            "decode t/s per W": (e["decode_tps_per_w"], None),
+            "J per completion token (whole run)": (e.get("run_j_per_token"), None),
+            "J per completion token (busy only)": (e.get("work_j_per_token"), None)}
 
 
 def card_lines(e: dict[str, Any] | None) -> list[str]:

@@ -135,11 +135,11 @@ def decode_tps(logs) -> dict:
     from logscope.analysis.windows import decode_intervals
     w = decode_intervals(logs).filter(pl.col("flag").is_null(), pl.col("tps") > 0)
     c = concurrency(logs).filter(pl.col("source") == "window intervals",
-                                 pl.col("prefilling") == 0, pl.col("per_stream_tps") > 0)
+                                 pl.col("prefilling") == 0, pl.col("median_request_tps") > 0)
     if w.height and c.height:   # never one figure across states: the state seen longest
         top = c.sort("seconds", "decoding").row(-1, named=True)
         k = w.filter(pl.col("decoding") == top["decoding"], pl.col("prefilling") == 0)
-        return {"value": top["per_stream_tps"], "min": float(k["tps"].min()),
+        return {"value": top["median_request_tps"], "min": float(k["tps"].min()),
                 "max": float(k["tps"].max()), "n": top["n"], "exactness": WINDOW,
                 "source": "window intervals, per stream", "decoding": int(top["decoding"])}
     from logscope.analysis.decode import decode_windows
@@ -169,7 +169,9 @@ def prefill_tps(logs) -> dict:
 
 
 def aggregate_decode(logs) -> dict:
-    """Aggregate decode t/s while the most requests decoded together (>= 2).
+    """The decode rate while the most requests decoded together (>= 2): all tokens decoded in
+    that state ÷ its seconds — the rate *while* they decode, not the throughput a workload got
+    (:func:`logscope.analysis.served.served`).
 
     Example::
 

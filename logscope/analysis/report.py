@@ -72,6 +72,7 @@ from logscope.analysis.metrics import (
 from logscope.analysis.prefill import PREDICT_AT, prefill_curve
 from logscope.analysis.pressure import pressure_summary
 from logscope.analysis.request_log import request_log_figures, request_log_lines
+from logscope.analysis.served import BUDGET_STATES
 
 BENCH_SCHEMA = {"label": pl.String, "test": pl.String, "kind": pl.String,
                 "tokens_bucket": pl.Int64, "depth_bucket": pl.Int64, "tps_mean": pl.Float64,
@@ -179,7 +180,8 @@ def window_table(logs, label: str | None = None) -> pl.DataFrame:
 
     * ``tg (window) @ decoding=K``: per-stream decode in the state "K requests decoding,
       nothing prefilling", the figure of :func:`logscope.analysis.concurrency.concurrency`
-      (the time-weighted median of the clean window intervals, :mod:`logscope.analysis.windows`)
+      (``median_request_tps``: the time-weighted median of the clean window intervals,
+      :mod:`logscope.analysis.windows`)
       ± the std of those intervals' per-stream rates; ``n`` = intervals; ``tokens_per_step`` =
       the state's mean accepted length (SGLang ``accept len`` of its lines; vLLM the
       ``SpecDecoding metrics`` lines printed with its stats lines), pooled by request-steps.
@@ -199,7 +201,8 @@ def window_table(logs, label: str | None = None) -> pl.DataFrame:
     lab = label_of(logs, label)
     rows: list[dict] = []
     c = concurrency(logs, lab).filter(pl.col("source") == "window intervals",
-                                      pl.col("prefilling") == 0, pl.col("decoding") > 0)
+                                      pl.col("prefilling") == 0, pl.col("decoding") > 0,
+                                      pl.col("median_request_tps").is_not_null())
     if c.height:
         w = decode_intervals(logs, lab).filter(pl.col("flag").is_null(),
                                                pl.col("prefilling") == 0)
@@ -208,7 +211,7 @@ def window_table(logs, label: str | None = None) -> pl.DataFrame:
             k = r["decoding"]
             tps = w.filter(pl.col("decoding") == k)["tps"]
             rows.append({"test": f"tg (window) @ decoding={k}", "kind": "tg",
-                         "depth_bucket": k, "tps_mean": r["per_stream_tps"],
+                         "depth_bucket": k, "tps_mean": r["median_request_tps"],
                          "tps_std": tps.std() if tps.len() > 1 else None, "n": r["n"],
                          "tokens_per_step": steps.get(k)})
     if table(logs, "prefill_batch") is not None:   # the report's own prefill-by-depth rows
@@ -366,7 +369,8 @@ def headline(logs, at: tuple[int, ...] | list[int] | None = None) -> dict:
         "active": g["active"], "prefilling": g["prefilling"], "mean_tps": g["value"],
         "peak_tps": g["peak"],
         "exactness": g["exactness"], "n": g["n"], "seconds": g["seconds"]}
-    return {"prefill_fit": fit, "prefill_points": pts.height,
+    from logscope.analysis.served import served
+    return {"prefill_fit": fit, "prefill_points": pts.height, "served": served(logs),
             "prefill_at": {d: prefill_at(logs, d, fit) for d in at_depths}, "decode": dec,
             "acceptance": acc, "aggregate": agg_d, "pressure": pressure_summary(logs),
             "energy": energy_headline(logs), "request_log": request_log_figures(logs)}
@@ -381,17 +385,18 @@ def build_report(logs_list: list, labels: list[str] | None = None,
         rep = build_report([logscope.read("server.log")], at=(4096, 49152))
         print(render(rep, "md"))
     """
-    from logscope.analysis.timeline import time_budget
+    from logscope.analysis.served import streams, time_budget
 
     labels = labels or [None] * len(logs_list)
     out: dict = {"bench": [], "prefill_by_depth": [], "depth_profile": [],
                  "decode_by_depth": [], "time_budget": [], "cards": {}, "headline": {},
-                 "concurrency": [], "findings": {}}
+                 "concurrency": [], "streams": [], "findings": {}}
     for logs, lab in zip(logs_list, labels, strict=True):
         name = label_of(logs, lab)
         h = headline(logs, at=at)
         fit = h["prefill_fit"]
         out["concurrency"].append(concurrency(logs, name))
+        out["streams"].append(streams(logs, name))
         out["bench"].append(bench_table(logs, name))
         out["bench"].append(window_table(logs, name))
         # the model's column only where it agrees with every measured bucket
@@ -409,7 +414,7 @@ def build_report(logs_list: list, labels: list[str] | None = None,
             h["window_fit"] = state_fit(logs, name).drop("label").to_dicts()
         out["headline"][name] = h
     for k in ("bench", "prefill_by_depth", "depth_profile", "decode_by_depth", "time_budget",
-              "concurrency"):
+              "concurrency", "streams"):
         out[k] = pl.concat(out[k])
     return out
 
@@ -459,6 +464,27 @@ def _round_obj(o, key: str | None = None):
             return sig(o, 3) if key != "r2" else round(o, 4)
         return round(o, 2)
     return o
+
+
+def served_lines(s: dict | None) -> list[str]:
+    """The report's served-throughput lines (:func:`logscope.analysis.served.served`)."""
+    if not s or not s.get("throughput_tps"):
+        return []
+    out = [f"- served throughput: {_fmt(s['throughput_tps'])} t/s "
+           f"({s['completion_tokens']:,.0f} completion tokens ÷ {_fmt(s['span_s'], 1)} s "
+           f"{s['span_basis']}; {_fmt(s['busy_tps'])} t/s per busy second)"]
+    if s.get("per_stream_tps"):
+        out.append(f"- speed per stream as served: {_fmt(s['per_stream_tps'])} t/s "
+                   f"({s['per_stream_source']}, n = {s['per_stream_n']}; up to "
+                   f"{s['max_streams']} streams decoding at once)")
+    span = s["span_s"]
+    parts = [(w, s[k]) for k, w in (("decode_s", "decode"),
+                                    ("decode_prefill_s", "decode + prefill"),
+                                    ("prefill_s", "prefill"), ("stall_s", "stall"),
+                                    ("idle_s", "idle")) if s[k]]
+    out.append("- the served span: " + ", ".join(
+        f"{w} {v:,.1f} s ({100 * v / span:.0f} %)" for w, v in parts))
+    return out
 
 
 def findings_md(items: list[dict]) -> str:
@@ -542,8 +568,9 @@ def render(rep: dict, fmt: str = "md") -> str:
             "decode_by_depth": rep["decode_by_depth"].to_dicts(),
             "time_budget": rep["time_budget"].to_dicts(),
             "concurrency": rep["concurrency"].select(
-                "label", "decoding", "prefilling", "seconds", "per_stream_tps",
-                "aggregate_tps", "n", "exactness").to_dicts(),
+                "label", "decoding", "prefilling", "seconds", "tokens", "per_stream_tps",
+                "aggregate_tps", "median_request_tps", "n", "exactness").to_dicts(),
+            "streams": rep["streams"].to_dicts(),
             "cards": rep["cards"], "headline": rep["headline"],
             "findings": rep["findings"]}), indent=2, default=str)
     if fmt != "md":
@@ -593,13 +620,14 @@ def render(rep: dict, fmt: str = "md") -> str:
                          f" mean accepted length "
                          f"{fmt_figure('mean_accepted_length', a['mean_len'])} "
                          f"({a['exactness']}, n = {a['n']})")
+        lines += served_lines(h.get("served"))
         if h["aggregate"]:
             g = h["aggregate"]
-            lines.append(f"- {g['active']}-way aggregate decode: "
+            lines.append(f"- decode rate while {g['active']} streams decode: "
                          f"{fmt_figure('aggregate_decode', g['mean_tps'])} t/s "
                          f"(all tokens ÷ {_fmt(g['seconds'], 1)} s with {g['active']} "
                          f"decoding{' and one prefilling' if g['prefilling'] else ''}; "
-                         f"{g['exactness']})")
+                         f"{g['exactness']}; the rate while they decode, not throughput)")
         p = h["pressure"]
         lines.append(f"- pressure: {p['message']}" if p["message"] else
                      f"- pressure: events {p['events'] or 'none'}"
@@ -612,10 +640,11 @@ def render(rep: dict, fmt: str = "md") -> str:
             tot = tb.group_by("state").agg(pl.col("seconds").sum())
             sec = dict(tot.iter_rows())
             total = sum(sec.values())
-            lines.append("- time: " + ", ".join(
+            lines.append("- time of the whole log: " + ", ".join(
                 f"{k} {sec[k]:,.1f} s ({100 * sec[k] / total:.0f} %)"
-                for k in ("prefill", "decode", "stall", "idle") if k in sec)
-                + " (stall = selected or launched, not computing: prompt-cache save/load)")
+                for k in BUDGET_STATES if k in sec)
+                + " (stall = requests in progress, nothing computing: the server loop saving "
+                "or loading a prompt cache blocks every slot)")
         parts.append("\n".join(lines) + "\n")
         if rep["findings"].get(name):
             parts.append(findings_md(rep["findings"][name]))
@@ -646,21 +675,42 @@ def render(rep: dict, fmt: str = "md") -> str:
             [[r["label"], depth_label(r["depth_lo"], r["depth_hi"]), r["others"], r["n"],
               r["tps"], f"{r['tps_min']:,.2f}–{r['tps_max']:,.2f}", r["tokens_per_step"]]
              for r in dd.iter_rows(named=True)]))
+    st = rep["streams"]
+    if st.height:
+        parts.append("\n## Streams: the rate while k streams decode, per stream, and what one "
+                     "more stream adds (prefill beside them included; the points of "
+                     "`logscope plot pareto`; not throughput: see served throughput above)\n")
+        energy = st["tokens_per_j"].null_count() < st.height
+        parts.append(_md_table(
+            ["label", "streams decoding", "seconds", "share of decode time", "aggregate t/s",
+             "per stream t/s", "one more stream adds", "prefill beside"]
+            + (["tokens per J (GPU)"] if energy else []),
+            [[r["label"], r["decoding"], _fmt(r["seconds"], 1), f"{100 * r['share']:.0f} %",
+              r["aggregate_tps"], r["per_stream_tps"],
+              f"{r['gain_tps']:+,.2f} t/s (×{r['gain_ratio']:.2f})"
+              if r["gain_tps"] is not None else "—",
+              f"{100 * r['prefill_share']:.0f} %"]
+             + ([_fmt(r["tokens_per_j"], 3)] if energy else [])
+             for r in st.iter_rows(named=True)]))
     cc = rep["concurrency"]
     if cc.height:
-        parts.append("\n## Decode by concurrency (state = requests decoding, prefilling at once; "
-                     "per stream = one request's decode t/s in that state; aggregate = all "
-                     "tokens decoded in it ÷ its seconds; 1 decoding, 0 prefilling = alone on "
-                     "the GPU)\n")
+        parts.append("\n## Decode by concurrency (state = streams decoding, prompts prefilling "
+                     "at once; aggregate = all tokens decoded in the state ÷ its seconds, the "
+                     "rate while in it; per stream = aggregate ÷ streams; median request = the "
+                     "median rate of the requests that decoded mostly in the state, stalls "
+                     "included (SGLang/vLLM: of its clean windows); 1 decoding, 0 prefilling = "
+                     "alone on the GPU)\n")
         parts.append(_md_table(
-            ["label", "decoding", "prefilling", "seconds", "per stream t/s", "aggregate t/s",
-             "n", "exactness"],
+            ["label", "decoding", "prefilling", "seconds", "tokens", "aggregate t/s",
+             "per stream t/s", "median request t/s", "n", "exactness"],
             [[r["label"], r["decoding"], r["prefilling"], _fmt(r["seconds"], 1),
-              r["per_stream_tps"], r["aggregate_tps"], r["n"], r["exactness"]]
+              f"{r['tokens']:,.0f}", r["aggregate_tps"], r["per_stream_tps"],
+              r["median_request_tps"], r["n"], r["exactness"]]
              for r in cc.iter_rows(named=True)]))
     tb = rep["time_budget"]
     if tb.height:
-        parts.append("\n## Where the time went (server clock; busy = requests in progress)\n")
+        parts.append("\n## Where the time went (server clock, the whole log; busy = requests "
+                     "in progress; the seconds add up to the log's span)\n")
         parts.append(_md_table(["label", "state", "busy", "seconds", "share"],
                                [[r["label"], r["state"], r["busy"], _fmt(r["seconds"], 1),
                                  f"{100 * r['share']:.1f} %" if r["share"] is not None else None]

@@ -16,14 +16,12 @@ What the log cannot show: time spent in the HTTP layer or queued before a slot w
 (a request waiting for a busy single slot prints nothing). ``partial`` requests (the log
 starts inside them) are left out: their first line is not their start.
 
-:func:`time_budget` sums one run's timeline: every instant is ``prefill`` (some request is
-computing its prompt), else ``decode``, else ``stall`` (a request is selected or launched
-but not computing), else ``idle``; ``busy`` is how many requests were in progress then.
+Where a whole run's time went, state by state, is :func:`logscope.analysis.served.time_budget`
+(from :func:`logscope.analysis.concurrency.states`).
 """
 
 from __future__ import annotations
 
-import numpy as np
 import polars as pl
 
 from logscope.analysis._util import label_of, table
@@ -35,8 +33,6 @@ REQ_SCHEMA = {
     "select_to_launch_s": pl.Float64, "launch_to_prompt_s": pl.Float64, "wait_s": pl.Float64,
     "prompt_s": pl.Float64, "decode_s": pl.Float64, "total_s": pl.Float64,
 }
-BUDGET_SCHEMA = {"label": pl.String, "file": pl.String, "run": pl.Int32, "state": pl.String,
-                 "busy": pl.Int64, "seconds": pl.Float64, "share": pl.Float64}
 
 
 def request_times(logs, label: str | None = None) -> pl.DataFrame:
@@ -94,58 +90,3 @@ def request_times(logs, label: str | None = None) -> pl.DataFrame:
         (pl.col("select_to_launch_s").fill_null(0) + pl.col("launch_to_prompt_s"))
         .alias("wait_s"))
     return out.select(list(REQ_SCHEMA)).cast(REQ_SCHEMA).sort("file", "run", "t_start")
-
-
-def _cover(iv: list[tuple[float, float]], t: np.ndarray) -> np.ndarray:
-    """How many of the intervals [a, b) contain each time of ``t``."""
-    if not iv:
-        return np.zeros(len(t), dtype=np.int64)
-    s = np.sort([a for a, _ in iv])
-    e = np.sort([b for _, b in iv])
-    return np.searchsorted(s, t, side="right") - np.searchsorted(e, t, side="right")
-
-
-def time_budget(logs, label: str | None = None) -> pl.DataFrame:
-    """Per run: seconds in prefill / decode / stall / idle, by requests in progress.
-
-    Example::
-
-        time_budget(logscope.read("server.log")).group_by("state").agg(pl.col("seconds").sum())
-    """
-    lab = label_of(logs, label)
-    rt = request_times(logs, lab)
-    req = table(logs, "requests")
-    if rt.height == 0 or req is None:
-        return pl.DataFrame(schema=BUDGET_SCHEMA)
-    rows = []
-    for (file, run), g in rt.group_by(["file", "run"], maintain_order=True):
-        r = req.filter((pl.col("file") == file) & (pl.col("run") == run)).drop_nulls(
-            ["t_start", "t_end"])
-        busy_iv = list(zip(r["t_start"], r["t_end"], strict=True))
-        pre = [(a, b) for a, b in zip(g["prompt_start"], g["prompt_end"], strict=True)
-               if a is not None and b is not None and b > a]
-        dec = [(a, b) for a, b in zip(g["prompt_end"], g["decode_end"], strict=True)
-               if a is not None and b is not None and b > a]
-        sa = g.select(pl.coalesce("t_select", "t_start")).to_series()
-        sb = g.select(pl.coalesce("prompt_start", "t_start")).to_series()
-        stall = [(a, b) for a, b in zip(sa, sb, strict=True)
-                 if a is not None and b is not None and b > a]
-        cuts = sorted({t for iv in (busy_iv, pre, dec, stall) for ab in iv for t in ab})
-        if len(cuts) < 2:
-            continue
-        cuts_a = np.array(cuts)
-        mids = (cuts_a[:-1] + cuts_a[1:]) / 2
-        width = np.diff(cuts_a)
-
-        p, d, st, busy = (_cover(iv, mids) for iv in (pre, dec, stall, busy_iv))
-        state = np.where(p > 0, "prefill", np.where(d > 0, "decode",
-                                                      np.where(st > 0, "stall", "idle")))
-        total = float(width.sum())
-        df = pl.DataFrame({"state": state, "busy": busy.astype(np.int64), "seconds": width})
-        agg = df.group_by("state", "busy").agg(pl.col("seconds").sum())
-        for stt, b, sec in agg.iter_rows():
-            rows.append(dict(label=lab, file=file, run=run, state=stt, busy=b, seconds=sec,
-                             share=sec / total if total else None))
-    out = pl.DataFrame(rows, schema=BUDGET_SCHEMA)
-    order = {"prefill": "0", "decode": "1", "stall": "2", "idle": "3"}
-    return out.sort("file", "run", pl.col("state").replace(order), "busy")

@@ -2,6 +2,14 @@
 
 :func:`verdict` answers, for two series (logs of config A and config B):
 
+* ``trade``: both sides of the concurrency trade in one sentence, from the next two rows:
+  B's served throughput and its speed per stream as served, against A's ("B: 1.92× the
+  throughput at 0.49× the speed per stream"); where the two point different ways neither run
+  is called simply faster.
+* ``throughput``: served throughput (:func:`logscope.analysis.served.served`: completion
+  tokens ÷ the span from first arrival to last response); the interval resamples ``BLOCKS``
+  equal stretches of each run's span; the sentence says where the span's difference went
+  (decode, prefill, stalls, idle) from the states' seconds.
 * ``decode_per_stream``: one stream's decode t/s in matched concurrency states. Units:
   llama-server requests (exact per request), each in the stratum of the state it decoded in
   most (:func:`logscope.analysis.concurrency.request_concurrency`) and the octave of its depth
@@ -9,14 +17,23 @@
   runs); SGLang/vLLM window intervals by state (per stream, weighted by seconds). Per stratum
   seen on both sides, the ratio of the medians; the strata's log-ratios are averaged weighted
   by the smaller side's count, so a run that happened to be more concurrent, or deeper, is not
-  called slower. ``a`` and ``b`` are the medians over the matched units.
-* ``decode_aggregate``: all tokens decoded ÷ seconds in the most concurrent state both reached
-  (nothing prefilling), from :func:`logscope.analysis.concurrency.decode_samples`.
+  called slower. ``a`` and ``b`` are the medians over the matched units. When the two runs
+  serve different numbers of streams (slots, or the most streams seen decoding, differ) no state
+  is a fair match: the per-stream speed each run's requests got as served (the median of their
+  exact rates, unstratified) is compared instead, and the sentence says so.
+* ``decode_aggregate``: the decode rate *while* k streams decode (all tokens decoded ÷ seconds in
+  the most concurrent state both reached, nothing prefilling), from
+  :func:`logscope.analysis.concurrency.decode_samples`; named as such, never as throughput.
 * ``prefill``: solo prefill stretches (chunks between progress lines, whole prompts, SGLang
   prefill intervals) in half-octave depth buckets both sides measured; per bucket the ratio of
   the medians, weighted like decode.
 * ``acceptance`` and ``mean_accepted_length``: pooled accepted ÷ drafted and tokens ÷ steps.
 * ``energy_per_token``: decode joules per generated token (telemetry given); lower is better.
+* ``energy_per_token_run``: joules per completion token over the whole run (telemetry given:
+  power integrated from the first request's arrival to the last response, idle and stalls
+  included, ÷ every completion token); units are the requests, each carrying its own energy
+  and a share of the idle energy in proportion to it, so the pooled ratio is the whole-run
+  figure and the interval resamples the requests; lower is better.
 * ``stalls``: the mean wait of a request between launch and its prompt's compute (prompt-cache
   saves and loads, a blocked server loop); lower is better.
 
@@ -36,8 +53,9 @@ import polars as pl
 from logscope.analysis._util import label_of, table
 from logscope.analysis.concurrency import weighted_median
 
-QUESTIONS = ("decode_per_stream", "decode_aggregate", "prefill", "acceptance",
-             "mean_accepted_length", "energy_per_token", "stalls")
+QUESTIONS = ("trade", "throughput", "decode_per_stream", "decode_aggregate", "prefill",
+             "acceptance", "mean_accepted_length", "energy_per_token", "energy_per_token_run",
+             "stalls")
 MIN_N = 3
 REPS = 2000
 SEED = 20261205
@@ -173,11 +191,23 @@ def _sentence(q: str, r: dict, names: tuple[str, str], what: str,
         return (f"{what}: no clear difference between {b} and {a} (ratio {ratio:.2f}, "
                 + _ci_text(r)[1:])
     better = ratio < 1 if lower_is_better else ratio > 1
-    if q in ("decode_per_stream", "decode_aggregate", "prefill"):
-        verb = {"decode_per_stream": "decodes", "decode_aggregate": "decodes in aggregate",
-                "prefill": "prefills"}[q]
-        tail = {"decode_per_stream": " per stream", "decode_aggregate": "",
-                "prefill": ""}[q]
+    if q == "decode_aggregate":
+        k = r.get("k")
+        if ratio >= 1:
+            return (f"while {k} streams decode, {b}'s decode rate is {ratio:.2f}× {a}'s (the rate "
+                    f"while they decode, not throughput) " + _ci_text(r))
+        return (f"while {k} streams decode, {a}'s decode rate is {1 / ratio:.2f}× {b}'s (the "
+                f"rate while they decode, not throughput; ratio {ratio:.2f}, "
+                + _ci_text(r)[1:])
+    if q == "throughput":
+        more, less = (b, a) if ratio >= 1 else (a, b)
+        x = ratio if ratio >= 1 else 1 / ratio
+        tail = f"; {r['where']}" if r.get("where") else ""
+        return (f"{more} serves {x:.2f}× the throughput of {less} (completion tokens ÷ served "
+                f"span; ratio {ratio:.2f}, " + _ci_text(r)[1:] + tail)
+    if q in ("decode_per_stream", "prefill"):
+        verb = {"decode_per_stream": "decodes", "prefill": "prefills"}[q]
+        tail = {"decode_per_stream": r.get("tail", " per stream"), "prefill": ""}[q]
         if ratio >= 1:
             return f"{b} {verb} {ratio:.2f}× faster{tail} than {a} " + _ci_text(r)
         return f"{a} {verb} {1 / ratio:.2f}× faster{tail} than {b} (ratio {ratio:.2f}, " \
@@ -264,10 +294,44 @@ def _window_decode(a, b, names, rng) -> dict | None:
             "weights": [float(min(ok_a[k], ok_b[k])) for k in common]}
 
 
+def _streams_differ(a, b) -> tuple[int | None, int | None] | None:
+    """(streams of A, of B) when the runs serve different numbers of streams, else None."""
+    from logscope.analysis.served import served
+    sa, sb = served(a), served(b)
+    ka = sa["slots"] or sa["max_streams"]
+    kb = sb["slots"] or sb["max_streams"]
+    if ka and kb and ka != kb:
+        return ka, kb
+    if sa["max_streams"] and sb["max_streams"] and sa["max_streams"] != sb["max_streams"]:
+        return sa["max_streams"], sb["max_streams"]
+    return None
+
+
+def _as_served(lg) -> pl.DataFrame:
+    from logscope.analysis.served import _per_stream_units
+    v, w, _ = _per_stream_units(lg)
+    return pl.DataFrame({"stratum": np.zeros(len(v), dtype=np.int64), "value": v, "weight": w})
+
+
+def _decode_per_stream_served(a, b, names, rng, ks) -> dict:
+    what = "decode per stream as served"
+    ua, ub = _as_served(a), _as_served(b)
+    if ua.height == 0 or ub.height == 0:
+        return _row("decode_per_stream", None, names, what,
+                    "no decode figures on " + (names[0] if ua.height == 0 else names[1]))
+    r = _matched_ratio(ua, ub, rng)
+    r["matched"] = (f"; as served: {ks[0]} against {ks[1]} streams, every request's exact "
+                    "rate, stalls and other slots' prefill included")
+    r["tail"] = " per stream as served"
+    row = _row("decode_per_stream", r, names, what)
+    row["units"] = "requests as served"
+    return row
+
+
 def _decode_per_stream(a, b, names, rng) -> dict:
     (ua, ka), (ub, kb) = _decode_units(a), _decode_units(b)
     what = "decode per stream"
-    if ka == kb == "windows":
+    if ka == kb == "windows":   # SGLang/vLLM: the window fit, states matched or as served
         r = _window_decode(a, b, names, rng)
         if r is not None:
             row = _row("decode_per_stream", r, names, what)
@@ -275,6 +339,9 @@ def _decode_per_stream(a, b, names, rng) -> dict:
             row["units"] = "window fit"
             row["weights"] = r["weights"]
             return row
+    ks = _streams_differ(a, b)
+    if ks is not None:
+        return _decode_per_stream_served(a, b, names, rng, ks)
     if ua.height == 0 or ub.height == 0:
         return _row("decode_per_stream", None, names, what,
                     "no decode figures on " + (names[0] if ua.height == 0 else names[1]))
@@ -294,7 +361,7 @@ def _decode_per_stream(a, b, names, rng) -> dict:
 
 def _decode_aggregate(a, b, names, rng) -> dict:
     from logscope.analysis.concurrency import decode_samples
-    what = "aggregate decode"
+    what = "decode rate while k streams decode"
 
     def units(lg):
         s = decode_samples(lg).filter(pl.col("prefilling") == 0, pl.col("seconds") > 0)
@@ -312,9 +379,79 @@ def _decode_aggregate(a, b, names, rng) -> dict:
     ga, gb = sa.filter(pl.col("decoding") == k), sb.filter(pl.col("decoding") == k)
     r = _pooled_ratio((ga["tokens"].to_numpy(), ga["_state_s"].to_numpy()),
                       (gb["tokens"].to_numpy(), gb["_state_s"].to_numpy()), rng)
-    row = _row("decode_aggregate", r, names, f"aggregate decode with {k} decoding")
+    r["k"] = k
+    row = _row("decode_aggregate", r, names, f"decode rate while {k} streams decode")
     row["states"] = [f"{k} decoding"]
     return row
+
+
+def _where(sa: dict, sb: dict, names: tuple[str, str]) -> str:
+    """Where the served spans differ, from the states' seconds (largest differences first)."""
+    parts = []
+    for key, word in (("decode_s", "decoding"), ("decode_prefill_s", "decoding beside a prefill"),
+                      ("prefill_s", "prefill alone"), ("stall_s", "stalls"),
+                      ("idle_s", "idle")):
+        d = (sb[key] or 0.0) - (sa[key] or 0.0)
+        if abs(d) >= 0.05 * max(sa["span_s"], sb["span_s"]) and abs(d) >= 0.5:
+            parts.append((abs(d), f"{word} {d:+.1f} s"))
+    if not parts:
+        return ""
+    parts.sort(reverse=True)
+    return (f"{names[1]}'s span {sb['span_s']:.1f} s against {sa['span_s']:.1f} s: "
+            + ", ".join(p for _, p in parts))
+
+
+def _throughput(a, b, names, rng) -> dict:
+    from logscope.analysis.served import served, throughput_blocks
+    what = "served throughput"
+    sa, sb = served(a), served(b)
+    if not sa["throughput_tps"] or not sb["throughput_tps"]:
+        return _row("throughput", None, names, what, "no served span on " + (
+            names[0] if not sa["throughput_tps"] else names[1]))
+    r = _pooled_ratio(throughput_blocks(a), throughput_blocks(b), rng)
+    r["a"], r["b"] = sa["throughput_tps"], sb["throughput_tps"]
+    r["ratio"] = sb["throughput_tps"] / sa["throughput_tps"]
+    r["where"] = _where(sa, sb, names)
+    r["matched"] = " blocks of the served span"
+    row = _row("throughput", r, names, what)
+    row["span_s"] = [sa["span_s"], sb["span_s"]]
+    return row
+
+
+def _trade(rows: list[dict], names: tuple[str, str]) -> dict:
+    """Both sides of the trade from the throughput and per-stream rows."""
+    by = {r["question"]: r for r in rows}
+    t, p = by.get("throughput"), by.get("decode_per_stream")
+    a, b = names
+    out = {"question": "trade", "a": None, "b": None, "ratio": None, "ci95": None,
+           "n": [0, 0]}
+    if not t or not p or t["ratio"] is None or p["ratio"] is None:
+        out["sentence"] = ("trade: no verdict (throughput and speed per stream are not both "
+                           "measured on both sides)")
+        return out
+
+    def sure(r):   # +1 up, -1 down, 0 when the interval holds 1
+        ci = r.get("ci95")
+        if not ci:
+            return 0
+        return 1 if ci[0] > 1 else -1 if ci[1] < 1 else 0
+    st, sp = sure(t), sure(p)
+    what = "speed per stream" + (" as served" if p.get("units") == "requests as served" else "")
+    both = (f"{b}: {t['ratio']:.2f}× the throughput of {a} at {p['ratio']:.2f}× the {what}")
+    if st and sp and st != sp:
+        tail = " — a trade, neither is simply faster"
+    elif st and sp:
+        tail = f" — {b if st > 0 else a} is faster both ways"
+    elif sp:
+        tail = " — clear per stream; throughput's 95 % interval holds 1"
+    elif st:
+        tail = " — clear in throughput; per stream's 95 % interval holds 1"
+    else:
+        tail = " — neither difference is clear (both 95 % intervals hold 1)"
+    out.update(a=None, b=None, ratio=t["ratio"], ci95=t.get("ci95"), n=t["n"],
+               per_stream_ratio=p["ratio"], per_stream_ci95=p.get("ci95"),
+               sentence=both + tail)
+    return out
 
 
 def _prefill(a, b, names, rng) -> dict:
@@ -396,6 +533,33 @@ def _energy(a, b, names, rng) -> dict:
     return row
 
 
+def _energy_run(a, b, names, rng) -> dict:
+    what = "energy per completion token, whole run"
+
+    def units(lg):
+        runs, req = table(lg, "energy_runs"), table(lg, "requests")
+        if runs is None or req is None or runs.height == 0 or "run_j" not in runs.columns \
+                or "energy_j" not in req.columns:
+            return None
+        r = req.filter(pl.col("energy_j").is_not_null()).select(
+            pl.col("file").cast(pl.String), pl.col("run").cast(pl.Int32), "energy_j",
+            "gen_tokens").join(runs.select(pl.col("file").cast(pl.String),
+                                           pl.col("run").cast(pl.Int32), "run_j"),
+                               on=["file", "run"])
+        r = r.with_columns((pl.col("energy_j") * pl.col("run_j")
+                            / pl.col("energy_j").sum().over("file", "run")).alias("_j"))
+        if r.height == 0 or r["gen_tokens"].fill_null(0).sum() == 0:
+            return None
+        return (r["_j"].fill_nan(0.0).to_numpy(),
+                r["gen_tokens"].fill_null(0).cast(pl.Float64).to_numpy())
+    ea, eb = units(a), units(b)
+    if ea is None or eb is None:
+        return _row("energy_per_token_run", None, names, what,
+                    "no GPU telemetry joined to " + (names[0] if ea is None else names[1]))
+    return _row("energy_per_token_run", _pooled_ratio(ea, eb, rng), names,
+                what + " (J/token)", lower_is_better=True)
+
+
 def _stalls(a, b, names, rng) -> dict:
     from logscope.analysis.timeline import request_times
     what = "stall time per request"
@@ -425,12 +589,14 @@ def verdict(logs_a, logs_b, names: tuple[str, str] | list[str] | None = None) ->
     """
     names = tuple(names) if names else (label_of(logs_a), label_of(logs_b))
     rng = np.random.default_rng(SEED)
-    rows = [_decode_per_stream(logs_a, logs_b, names, rng),
+    rows = [_throughput(logs_a, logs_b, names, rng),
+            _decode_per_stream(logs_a, logs_b, names, rng),
             _decode_aggregate(logs_a, logs_b, names, rng),
             _prefill(logs_a, logs_b, names, rng)]
     rows += _spec_rows(logs_a, logs_b, names, rng)
-    rows += [_energy(logs_a, logs_b, names, rng), _stalls(logs_a, logs_b, names, rng)]
-    return rows
+    rows += [_energy(logs_a, logs_b, names, rng), _energy_run(logs_a, logs_b, names, rng),
+             _stalls(logs_a, logs_b, names, rng)]
+    return [_trade(rows, names), *rows]
 
 
 __all__ = ["verdict", "QUESTIONS", "MIN_N"]

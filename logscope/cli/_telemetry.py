@@ -158,6 +158,7 @@ def attach_each(frames: list, telemetry: list[str] | None = None,
     starts = start_times(len(frames))
     if not tele and not explicit:  # the energy model (numpy) is not imported for logs alone
         return [null_energy(lg) for lg in frames]
+    from logscope.analysis.concurrency import timeline
     from logscope.input.sources import InputError
     from logscope.telemetry import ClockError, TelemetryError
     from logscope.telemetry.pairing import PairingError, join_series
@@ -167,7 +168,7 @@ def attach_each(frames: list, telemetry: list[str] | None = None,
     try:
         out, line = join_series(frames, names, list(tele), explicit=explicit,
                                 start_times=starts, fields=o.get("fields"), gpus=o.get("gpus"),
-                                net_of_idle=bool(o.get("net_of_idle")))
+                                net_of_idle=bool(o.get("net_of_idle")), work_of=timeline)
     except (TelemetryError, ClockError, InputError, PairingError) as e:
         raise click.ClickException(str(e)) from e
     if line:

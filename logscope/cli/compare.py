@@ -62,9 +62,11 @@ def _num(x) -> str:
 def compare(logs, labels, fmt, strict, all_rows, plot_file, engine, datasets, wheres):
     """Compare A B [...]: a verdict per question, then the detail rows.
 
-    The verdict answers, for B against A (each later LOG against the first): decode per
-    stream in matched concurrency states, aggregate decode in the most concurrent state both
-    reached, prefill at matched depths, acceptance and mean accepted length, energy per token
+    The verdict answers, for B against A (each later LOG against the first): the trade
+    (served throughput and speed per stream, both sides in one sentence; as served when the
+    runs serve different numbers of streams), decode per stream in matched concurrency states,
+    the decode rate while the most streams both reached decode (not throughput), prefill at
+    matched depths, acceptance and mean accepted length, energy per token
     (telemetry given) and stall time — the two values, n, B/A with a 95 % bootstrap interval
     and one sentence; "no verdict" with the reason when a side has fewer than 3.
 

@@ -188,12 +188,14 @@ def ingest(paths: tuple[str, ...], out: str | None, dataset: str | None, workers
 
 def _join_telemetry(logs, telemetry: list[str], explicit: dict[str, list[str]],  # noqa: ANN001, ANN202
                     start: list[float] | None):
+    from logscope.analysis.concurrency import timeline
     from logscope.input.sources import InputError
     from logscope.telemetry import ClockError, TelemetryError
     from logscope.telemetry.pairing import PairingError, join_files
 
     try:
-        logs, line = join_files(logs, telemetry, explicit=explicit, start_times=start)
+        logs, line = join_files(logs, telemetry, explicit=explicit, start_times=start,
+                                work_of=timeline)
     except (TelemetryError, ClockError, InputError, PairingError) as e:
         raise click.ClickException(str(e)) from e
     if line:

@@ -27,7 +27,7 @@ def _common(f):
 
 @click.group()
 def plot() -> None:
-    """Draw the passive benchmark: prefill curve, decode, acceptance, pressure.
+    """Draw the passive benchmark: prefill curve, decode, acceptance, pressure, pareto, power.
 
     Example: logscope plot prefill-curve a.log b.log -o prefill.png --label before --label after
     """
@@ -98,3 +98,17 @@ def power_cmd(logs, output, labels, engine, datasets, wheres):
     """
     from logscope.outputs.plots import plot_power
     _run(plot_power, logs, output, labels, engine, datasets, wheres)
+
+
+@plot.command("pareto")
+@_common
+def pareto_cmd(logs, output, labels, engine, datasets, wheres):
+    """The passive Pareto: per-stream t/s against aggregate t/s, one point per concurrency
+    state the workload visited (area = seconds there, label = streams decoding), each log's
+    frontier, and a star at what the workload got (served throughput, speed per stream as
+    served). One colour per LOG; all three engines.
+
+    Example: logscope plot pareto np1.log np2.log np4.log -o pareto.png
+    """
+    from logscope.outputs.plot_pareto import plot_pareto
+    _run(plot_pareto, logs, output, labels, engine, datasets, wheres)

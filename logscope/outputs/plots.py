@@ -614,6 +614,10 @@ def card(logs, label: str | None = None, verdicts: list[dict] | None = None) -> 
             left_out.append(f"decode panel: {dr.height} request(s) with a known depth and "
                             f"{t3.height} tg_3s window(s) (2 needed)")
 
+    from logscope.analysis.served import streams
+    from logscope.outputs.plot_pareto import draw_pareto
+
+    pareto_ok = streams(logs, name).height >= 2   # the trade panel (or an inset, below)
     ar = acceptance_requests(logs, name).filter(pl.col("depth") > 0).drop_nulls("mean_len")
     aw = acceptance_windows(logs, name).drop_nulls("mean_len")
     if ar.height >= 2:
@@ -635,7 +639,14 @@ def card(logs, label: str | None = None, verdicts: list[dict] | None = None) -> 
         panels.append(("acceptance", draw_aw))
     else:
         agg = decode_aggregate(logs, name).filter(pl.col("t1") > pl.col("t0")).sort("t0")
-        if agg.height >= 2 and agg["active"].max() >= 2:
+        if pareto_ok:
+            def draw_par(ax):
+                draw_pareto(ax, [logs], [name], small=True)
+                ax.set_title("Streams: per stream vs aggregate\n(a point per state, "
+                             "★ = as served)", fontsize=10)
+            panels.append(("pareto", draw_par))
+            pareto_ok = False     # drawn: no inset
+        elif agg.height >= 2 and agg["active"].max() >= 2:
             def draw_agg(ax):
                 xs, ys = _steps(agg)
                 (ln,) = ax.plot(xs, ys, color=COLORS[3])
@@ -662,6 +673,15 @@ def card(logs, label: str | None = None, verdicts: list[dict] | None = None) -> 
     ax_txt.text(0, 1, "Configuration (from the log)\n" + ("\n".join(lines) or
                                                           "(no startup lines in the log)"),
                 va="top", fontsize=9, family="monospace", transform=ax_txt.transAxes)
+    if pareto_ok and len(lines) <= 7:   # the panels are taken: an inset under the config
+        ax_p = ax_txt.inset_axes([0.16, 0.0, 0.8, 0.34])
+        ax_p.set_gid("panel|pareto")
+        draw_pareto(ax_p, [logs], [name], small=True)
+        ax_p.tick_params(labelsize=7)
+        ax_p.set_xlabel("per stream t/s", fontsize=7)
+        ax_p.set_ylabel("aggregate t/s", fontsize=7)
+        ax_p.set_title("streams: a point per state, ★ = as served", fontsize=8)
+        ax_p.grid(True, alpha=0.3)
     ax_h = fig.add_subplot(gs[1, 0])
     ax_h.axis("off")
     hl = ["Headline (passive: measured from the log)"]
@@ -695,9 +715,14 @@ def card(logs, label: str | None = None, verdicts: list[dict] | None = None) -> 
                           else "server window average"))
     if h["aggregate"]:
         g = h["aggregate"]
-        hl.append(f"{g['active']}-way aggregate decode "
-                  f"{fmt_figure('aggregate_decode', g['mean_tps'])} t/s "
-                  f"({g['active']} decoding, all tokens ÷ seconds)")
+        hl.append(f"decode rate with {g['active']} decoding: "
+                  f"{fmt_figure('aggregate_decode', g['mean_tps'])} t/s")
+        hl.append("  (while they decode; not throughput)")
+    sv = h.get("served") or {}
+    if sv.get("throughput_tps"):
+        hl.append(f"served: {sv['throughput_tps']:,.2f} t/s throughput")
+        if sv.get("per_stream_tps"):
+            hl.append(f"  at {sv['per_stream_tps']:,.2f} t/s per stream as served")
     p = h["pressure"]
     if not p["message"]:
         hl.append(f"retracts {p['retracted']}, preemptions {p['preempted']}, other events "

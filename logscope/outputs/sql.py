@@ -107,9 +107,11 @@ def connect(dataset: str | os.PathLike | None = None, logs: list[str] | None = N
                 except NoServerLines as e:
                     lg = e.args[0]
                 if tele or explicit:
+                    from logscope.analysis.concurrency import timeline
                     from logscope.telemetry.pairing import join_files
 
-                    lg, line = join_files(lg, tele, explicit=explicit, start_times=start_times)
+                    lg, line = join_files(lg, tele, explicit=explicit, start_times=start_times,
+                                          work_of=timeline)
                     if line and on_pairing is not None:
                         on_pairing(line)
                 else:

@@ -107,8 +107,9 @@ def headline_lines(logs: Logs) -> list[str]:
                    f"({d['exactness']}, n = {d['n']})")
     g = h["aggregate_decode"]
     if g["value"] is not None:
-        out.append(f"  {g['active']}-way aggregate decode: "
-                   f"{fmt_figure('aggregate_decode', g['value'])} t/s mean ({g['exactness']})")
+        out.append(f"  decode rate while {g['active']} streams decode: "
+                   f"{fmt_figure('aggregate_decode', g['value'])} t/s ({g['exactness']}; "
+                   "not throughput: logscope report gives the served throughput)")
     a, m = h["acceptance_rate"], h["mean_accepted_length"]
     if a["value"] is not None or m["value"] is not None:
         out.append(f"  draft acceptance: {fmt_figure('acceptance_rate', a['value'])} over "

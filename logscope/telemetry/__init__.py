@@ -37,13 +37,16 @@ from logscope.telemetry.nvidia import (
 def read_with_telemetry(paths: list[str] | tuple[str, ...] | str, engine: str = "auto", *,
                         telemetry: list[str] | None = None, fields: list[str] | None = None,
                         start_time: float | str | None = None, gpus: list[int] | None = None,
-                        net_of_idle: bool = False) -> Any:
+                        net_of_idle: bool = False, work_of: Any = None) -> Any:
     """``logscope.read`` of the server logs among ``paths``, joined to the telemetry files among
     them (and in ``telemetry``): tables ``gpu_samples``, ``energy_runs`` and the requests'
     energy columns (null without telemetry). Several log files: each is joined to its own
     telemetry and its clock placed alone (:func:`logscope.telemetry.pairing.join_files`;
     ``paths`` may hold ``LOG=CSV`` pairs); ``start_time`` (Unix s or ISO 8601) is each file's
-    server start.
+    server start. ``work_of``: the function giving an ingest's state timeline
+    (``logscope.read`` passes :func:`logscope.analysis.concurrency.timeline`; without it the
+    same intervals are rebuilt from the requests' prefill and decode stretches, which cannot
+    tell a blocked server loop from decode).
 
     Example: ``read_with_telemetry(["server.log", "gpu.csv"])["requests"]["energy_j"]``
     """
@@ -63,7 +66,7 @@ def read_with_telemetry(paths: list[str] | tuple[str, ...] | str, engine: str = 
         start_time = parse_start_time(start_time)
     logs, _ = join_files(logs, tele, explicit=explicit, fields=fields,
                          start_times=None if start_time is None else [float(start_time)],
-                         gpus=gpus, net_of_idle=net_of_idle)
+                         gpus=gpus, net_of_idle=net_of_idle, work_of=work_of)
     return logs
 
 
@@ -89,7 +92,7 @@ def read(paths: list[str] | tuple[str, ...] | str, engine: str = "auto", **optio
         options.pop("telemetry", None) or []), **options)
 
 
-_ENERGY = ("ClockError", "attach", "share_energy", "stretches")
+_ENERGY = ("ClockError", "attach", "share_energy", "stretches", "joules_in")
 
 
 def __getattr__(name: str) -> Any:
@@ -102,5 +105,6 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = ["read", "read_with_telemetry", "read_samples", "split_inputs", "kind_of", "attach",
-           "share_energy", "stretches", "ENERGY_COLUMNS", "null_energy", "SCHEMA", "ClockError",
+           "share_energy", "stretches", "joules_in",
+           "ENERGY_COLUMNS", "null_energy", "SCHEMA", "ClockError",
            "TelemetryError", "QUERY", "QUERY_NOHEADER", "DMON"]

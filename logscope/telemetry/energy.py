@@ -2,7 +2,8 @@
 
 * Clock: a run's zero (``t_rel = 0``) in wall-clock seconds is read from the log when its lines
   carry a wall clock (Unix timestamps, journald/docker wrappers), taken from ``start_time``
-  when given, else estimated by :func:`estimate_offset` (busy intervals against utilisation).
+  when given, else placed by the whole run's busy/idle pattern against utilisation and power
+  (:func:`logscope.telemetry.placement.place`).
 * Power of the run: the selected GPUs' ``power_w`` summed; each GPU's samples are joined by
   straight lines and integrated exactly (trapezoids), only where that GPU has samples.
 * Sharing: :func:`share_energy`, the one rule: within every slice of time, the energy goes to
@@ -27,28 +28,25 @@ import numpy as np
 import polars as pl
 
 from logscope.telemetry.columns import ENERGY_COLUMNS, null_energy
+from logscope.telemetry.placement import POWER_WINDOW_S, UTIL_WINDOW_S, Work, place, refusal
 
 EXACT_CLOCK = ("unix", "wrapper", "anchored:wrapper", "anchored:start-time")
-UTIL_WINDOW_S = 0.5  # utilisation: the share of a short window before the sample that was busy
-POWER_WINDOW_S = 1.0  # power.draw / dmon pwr: an average over the last second
-# An estimated clock is used only when the fit is strong (bench/RESULTS.md, "Telemetry per
-# log": on the real H200 runs every right pair has r >= 0.88, full coverage, spread <= 1.6 s;
-# of 30 wrong pairs none has r >= 0.7 with 90 % of the log's busy time inside the telemetry)
-MIN_FIT_R = 0.7  # correlation over the samples inside the log's busy span (± FIT_MARGIN_S)
-MIN_FIT_COVERAGE = 0.9  # share of the log's busy seconds inside the telemetry's span
-MAX_FIT_SPREAD_S = 10.0  # offsets scoring within 0.02 of the best lie at most this far apart
-FIT_MARGIN_S = 5.0
 RUN_SCHEMA: dict[str, Any] = {
     "file": pl.String, "run": pl.Int32, "clock_offset_s": pl.Float64,
     "clock_offset_source": pl.String, "clock_fit_r": pl.Float64,
     "clock_fit_spread_s": pl.Float64, "clock_fit_coverage": pl.Float64,
-    "gpus": pl.List(pl.Int16), "window_s": pl.Float64,
+    "clock_fit_score": pl.Float64, "clock_runner_up_s": pl.Float64,
+    "clock_runner_up_score": pl.Float64,
+    "gpus": pl.List(pl.Int16), "telemetry": pl.List(pl.String), "window_s": pl.Float64,
     "covered_s": pl.Float64, "total_j": pl.Float64, "idle_j": pl.Float64,
     "idle_w": pl.Float64, "net_of_idle": pl.Boolean, "mean_power_w": pl.Float64,
     "busy_power_w": pl.Float64, "power_limit_w": pl.Float64, "prefill_j": pl.Float64,
     "decode_j": pl.Float64, "prompt_tokens": pl.Int64, "gen_tokens": pl.Int64,
     "prefill_j_per_token": pl.Float64, "decode_j_per_token": pl.Float64,
     "decode_tps_per_w": pl.Float64,
+    "run_t0": pl.Float64, "run_t1": pl.Float64, "run_j": pl.Float64, "work_s": pl.Float64,
+    "work_j": pl.Float64, "completion_tokens": pl.Int64, "run_j_per_token": pl.Float64,
+    "work_j_per_token": pl.Float64,
 }
 
 
@@ -122,6 +120,7 @@ class Power:
             c = np.concatenate([[0.0], np.cumsum(np.diff(t) * (p[1:] + p[:-1]) / 2)])
             self.series.append((t, p, c))
         self.samples = s
+        self.files = sorted(s["file"].drop_nulls().unique().to_list())
         limit = s.group_by("gpu").agg(pl.col("power_limit_w").median())["power_limit_w"]
         self.power_limit_w = float(limit.sum()) if limit.null_count() < limit.len() else None
 
@@ -235,35 +234,6 @@ def share_energy(t0: np.ndarray, t1: np.ndarray, tokens: np.ndarray, window: tup
 # the clock
 # ---------------------------------------------------------------------------------------------
 
-class _Busy:
-    """The log's computing time (prefill and decode stretches, merged), as a function of time."""
-
-    def __init__(self, st: pl.DataFrame):
-        iv = st.filter(pl.col("phase").is_in(["prefill", "decode"]), pl.col("t1") > pl.col("t0"))
-        iv = iv.select("t0", "t1").sort("t0")
-        merged: list[list[float]] = []
-        for x, y in zip(iv["t0"].to_list(), iv["t1"].to_list(), strict=True):
-            if merged and x <= merged[-1][1]:
-                merged[-1][1] = max(merged[-1][1], y)
-            else:
-                merged.append([x, y])
-        self.m = np.array(merged, dtype=np.float64).reshape(-1, 2)
-        self.cum = np.concatenate([[0.0], np.cumsum(self.m[:, 1] - self.m[:, 0])])
-
-    def until(self, t: np.ndarray) -> np.ndarray:
-        """Busy seconds before each time in ``t``."""
-        if len(self.m) == 0:
-            return np.zeros(len(t))
-        k = np.searchsorted(self.m[:, 0], t, side="right") - 1
-        kk = np.maximum(k, 0)
-        inside = np.clip(t - self.m[kk, 0], 0, self.m[kk, 1] - self.m[kk, 0])
-        return np.where(k >= 0, self.cum[kk] + inside, 0.0)
-
-    def fraction(self, t: np.ndarray, width: float) -> np.ndarray:
-        """Share of [t - width, t] in which some request computed."""
-        return (self.until(t) - self.until(t - width)) / width
-
-
 def _reference(power: Power, col: str) -> tuple[np.ndarray, np.ndarray] | None:
     s = power.samples.drop_nulls(col)
     if s.height < 4:
@@ -276,93 +246,19 @@ def _reference(power: Power, col: str) -> tuple[np.ndarray, np.ndarray] | None:
     return ref["ts"].dt.epoch("us").cast(pl.Float64).to_numpy() / 1e6, y
 
 
-def estimate_offset(st: pl.DataFrame, power: Power, log_end: float) -> dict[str, float] | None:
-    """The wall-clock time (Unix s) of a run's log zero that best lines its computing stretches
-    up with the GPUs' utilisation and power.
+def signals_of(power: Power) -> dict[str, tuple[np.ndarray, np.ndarray, float]]:
+    """The telemetry signals the clock is placed by: utilisation (averaged over the GPUs) and
+    power (summed), each ``(sample times (Unix s), values, the window a sample averages)``;
+    a signal that does not vary is left out.
 
-    A candidate offset scores the correlation, over the samples, between utilisation and the
-    share of the 0.5 s before each sample in which a request computed (prefill or decode), plus
-    the same for power over the 1 s before each sample (power.draw is a one-second average).
-    Offsets are searched over the whole telemetry span, coarse to fine (down to 5 ms); a coarse
-    step looks through a window at least as wide as the step, so no peak falls between steps.
-    Returns ``offset_s``, ``score`` (the best score over the number of signals used: a
-    correlation over the whole telemetry), ``r`` (the same correlation at the best offset, over
-    the samples inside the log's busy span ± 5 s only: it does not fall when the telemetry also
-    recorded other runs), ``coverage`` (the share of the log's busy seconds inside the
-    telemetry's span) and ``spread_s`` (how far apart the offsets scoring within 0.02 of the
-    best lie: how sharply the fit is pinned), or None without computing time or varying
-    telemetry. :func:`weak_fit` says whether to trust it.
+    Example: ``signals_of(Power(read_samples(["gpu.csv"])))["power_w"][1].mean()``
     """
-    span = power.span
-    busy = _Busy(st)
-    if span is None or len(busy.m) == 0:
-        return None
-    refs = [(r, w) for r, w in ((_reference(power, "util_gpu_pct"), UTIL_WINDOW_S),
-                                (_reference(power, "power_w"), POWER_WINDOW_S)) if r is not None]
-    if not refs:
-        return None
-
-    first, last = float(busy.m[0, 0]), float(busy.m[-1, 1])
-
-    def score(offsets: np.ndarray, step: float) -> np.ndarray:
-        out = np.zeros(len(offsets))
-        for (t, y), w in refs:
-            yc = (y - y.mean()) / y.std()
-            n = len(t)
-            width = max(w, step)  # a coarse step looks through a window as wide: no aliasing
-            # the busy share is 0 outside the log's busy span: only the samples inside count
-            i0 = np.searchsorted(t, first + offsets)
-            i1 = np.searchsorted(t, last + offsets + width, side="right")
-            for i, o in enumerate(offsets):
-                b = busy.fraction(t[i0[i]:i1[i]] - o, width)
-                mean = b.sum() / n
-                var = (b * b).sum() / n - mean * mean
-                if var > 1e-12:
-                    out[i] += float((b * yc[i0[i]:i1[i]]).sum() / n / np.sqrt(var))
-        return out / len(refs)
-
-    lo, hi = span[0] - log_end, span[1]
-    step = max(0.05, (hi - lo) / 4000)
-    grid = np.arange(lo, hi + step, step)
-    sc = score(grid, step)
-    best, top = float(grid[int(np.argmax(sc))]), float(sc.max())
-    near = grid[sc >= top - 0.02]
-    while step > 0.005:
-        step = max(step / 10, 0.005)
-        fine = np.arange(best - 10 * step, best + 10 * step, step)
-        sf = score(fine, step)
-        best, top = float(fine[int(np.argmax(sf))]), max(top, float(sf.max()))
-    lo_t, hi_t = span
-    busy_s = float(busy.cum[-1])
-    inside = float(sum(max(0.0, min(b + best, hi_t) - max(a + best, lo_t)) for a, b in busy.m))
-    local = []
-    for (t, y), w in refs:
-        m = (t >= first + best - FIT_MARGIN_S) & (t <= last + best + FIT_MARGIN_S)
-        if m.sum() < 4:
-            continue
-        b = busy.fraction(t[m] - best, w)
-        ok = b.std() > 0 and y[m].std() > 0
-        local.append(float(np.corrcoef(b, y[m])[0, 1]) if ok else 0.0)
-    return {"offset_s": best, "score": top, "r": float(np.mean(local)) if local else 0.0,
-            "coverage": inside / busy_s if busy_s > 0 else 0.0,
-            "spread_s": float(near.max() - near.min())}
-
-
-def weak_fit(fit: dict[str, float]) -> str | None:
-    """Why an :func:`estimate_offset` result is too weak to place a log on the telemetry's
-    clock (a few words), or None when it is strong enough (thresholds: MIN_FIT_R,
-    MIN_FIT_COVERAGE, MAX_FIT_SPREAD_S; measured in bench/RESULTS.md, "Telemetry per log").
-
-    Example: weak_fit({"r": 0.32, "coverage": 1.0, "spread_s": 33.0})
-    """
-    why = []
-    if fit["r"] < MIN_FIT_R:
-        why.append(f"fit r = {fit['r']:.2f} < {MIN_FIT_R}")
-    if fit["coverage"] < MIN_FIT_COVERAGE:
-        why.append(f"only {100 * fit['coverage']:.0f} % of its busy time inside the telemetry")
-    if fit["spread_s"] > MAX_FIT_SPREAD_S:
-        why.append(f"±{fit['spread_s']:.0f} s > ±{MAX_FIT_SPREAD_S:.0f} s")
-    return ", ".join(why) or None
+    out = {}
+    for col, w in (("util_gpu_pct", UTIL_WINDOW_S), ("power_w", POWER_WINDOW_S)):
+        ref = _reference(power, col)
+        if ref is not None:
+            out[col] = (ref[0], ref[1], w)
+    return out
 
 
 def _log_clock(logs, file: str, run: int) -> float | None:
@@ -399,7 +295,8 @@ def _run_ends(logs) -> pl.DataFrame:
 
 def attach(logs, samples: pl.DataFrame | dict[str, pl.DataFrame] | None, *,
            start_time: float | dict[str, float] | None = None,
-           gpus: list[int] | None = None, net_of_idle: bool = False, strict_clock: bool = True):
+           gpus: list[int] | None = None, net_of_idle: bool = False, strict_clock: bool = True,
+           work: pl.DataFrame | None = None):
     """Join GPU telemetry to an ingest: ``gpu_samples``, ``energy_runs`` and the requests'
     ``energy_j``, ``prefill_energy_j``, ``decode_energy_j`` (null without telemetry).
 
@@ -409,8 +306,13 @@ def attach(logs, samples: pl.DataFrame | dict[str, pl.DataFrame] | None, *,
     is the wall-clock time of a file's zero, used for its first run (later runs of a file
     take their clock from the log or the estimate). ``gpus``: the GPU indices the server
     used (default: all in the telemetry). Each run's clock is placed alone; an estimate that
-    :func:`weak_fit` finds weak raises :class:`ClockError` naming the file (with
-    ``strict_clock=False`` the run gets no energy instead). Returns ``logs`` (tables updated).
+    :func:`~logscope.telemetry.placement.refusal` refuses raises :class:`ClockError` naming
+    the file (with ``strict_clock=False`` the run gets no energy instead). ``work``: the state
+    timeline of ``logs`` (``logscope.analysis.concurrency.timeline``: ``file``, ``run``,
+    ``t0``, ``t1``, ``decoding``, ``prefilling``), the intervals with work in progress that
+    place an estimated clock and bound the busy-only energy; without it, the same intervals
+    from the requests' prefill and decode stretches (:func:`work_segments`). Returns ``logs``
+    (tables updated).
 
     Example: ``attach(logscope.read("server.log"), read_samples(["gpu.csv"]))``
     """
@@ -454,31 +356,38 @@ def attach(logs, samples: pl.DataFrame | dict[str, pl.DataFrame] | None, *,
             continue
         log_end = ends.filter(pl.col("file") == file, pl.col("run") == run)["t_end"]
         log_end = float(log_end.max()) if log_end.len() else float(one["t1"].max())
-        fit = {"r": None, "spread_s": None, "coverage": None}
+        fit: dict[str, Any] = {}
+        seg = _segments(work, file, run, one)
         given = start_time.get(file) if isinstance(start_time, dict) else start_time
         if given is not None and run == first_run.get(file):
             offset, source = float(given), "given"
         elif (o := _log_clock(logs, file, run)) is not None:
             offset, source = o, "log"
         else:
-            est = estimate_offset(one, power, log_end)
+            est = place(Work(seg), signals_of(power))
             if est is None:
                 continue
-            why = weak_fit(est)
+            why = refusal(est)
             if why is not None:
                 if not strict_clock:
                     continue
                 what = file + (f" (server run {run})" if first_run.get(file) != run else "")
                 raise ClockError(
-                    f"{what}: cannot place this log on the telemetry's clock ({why}): the "
-                    "telemetry may belong to another run; give --start-time (when this server "
-                    "started, ISO 8601 or Unix seconds) or pair it as LOG=CSV")
+                    f"{what}: cannot place this log on the telemetry's clock: {why}; give "
+                    "--start-time (when this server started, ISO 8601 or Unix seconds) or pair "
+                    "it with its own telemetry as LOG=CSV")
             offset, source, fit = est["offset_s"], "estimated", est
         row, energy = _run_energy(one, power, offset, log_end, net_of_idle)
+        gen = req.filter(pl.col("file") == file, pl.col("run").cast(pl.Int32) == run)
+        row |= _whole_run(one, seg, power, offset, int(gen["gen_tokens"].fill_null(0).sum()))
         runs.append({"file": file, "run": run, "clock_offset_s": offset,
-                     "clock_offset_source": source, "clock_fit_r": fit["r"],
-                     "clock_fit_spread_s": fit["spread_s"],
-                     "clock_fit_coverage": fit["coverage"], "gpus": power.gpus, **row})
+                     "clock_offset_source": source, "clock_fit_r": fit.get("r"),
+                     "clock_fit_spread_s": fit.get("spread_s"),
+                     "clock_fit_coverage": fit.get("coverage"),
+                     "clock_fit_score": fit.get("score"),
+                     "clock_runner_up_s": fit.get("runner_up_s"),
+                     "clock_runner_up_score": fit.get("runner_up_score"), "gpus": power.gpus,
+                     "telemetry": power.files, **row})
         parts.append(one.with_columns(pl.Series("energy", energy, dtype=pl.Float64)))
     key = ["file", "run", "slot", "task"]
     if parts:
@@ -499,6 +408,106 @@ def attach(logs, samples: pl.DataFrame | dict[str, pl.DataFrame] | None, *,
     df = pl.DataFrame(runs, schema=RUN_SCHEMA) if runs else pl.DataFrame(schema=RUN_SCHEMA)
     logs.tables["energy_runs"] = df
     return logs
+
+
+def work_segments(st: pl.DataFrame) -> np.ndarray:
+    """The intervals with work in progress of one run from its stretches (``t0``, ``t1``,
+    requests decoding, requests prefilling), as the state timeline draws them for
+    llama-server: a request prefills over its prefill stretch and decodes over its decode
+    stretch; a request without timings counts as decoding while active.
+
+    Example: ``work_segments(stretches(logs["requests"]))``
+    """
+    iv = st.filter(pl.col("phase") != "wait", pl.col("t1") > pl.col("t0"))
+    ev: dict[float, list[int]] = {}
+    for a, b, ph in iv.select("t0", "t1", "phase").iter_rows():
+        d, p = (0, 1) if ph == "prefill" else (1, 0)
+        for t, sign in ((a, 1), (b, -1)):
+            e = ev.setdefault(t, [0, 0])
+            e[0] += sign * d
+            e[1] += sign * p
+    ts = sorted(ev)
+    rows, k, j = [], 0, 0
+    for t0, t1 in zip(ts, ts[1:], strict=False):
+        k += ev[t0][0]
+        j += ev[t0][1]
+        if k > 0 or j > 0:
+            rows.append((t0, t1, k, j))
+    return np.array(rows, dtype=np.float64).reshape(-1, 4)
+
+
+def _segments(work: pl.DataFrame | None, file: str, run: int, st: pl.DataFrame) -> np.ndarray:
+    if work is not None and work.height:
+        w = work.filter(pl.col("file") == file, pl.col("run").cast(pl.Int32) == run,
+                        (pl.col("decoding") > 0) | (pl.col("prefilling") > 0))
+        if w.height:
+            return w.select(pl.col("t0", "t1", "decoding", "prefilling").cast(pl.Float64)) \
+                .to_numpy()
+    return work_segments(st)
+
+
+def _whole_run(st: pl.DataFrame, seg: np.ndarray, power: Power, offset: float,
+               tok: int) -> dict[str, Any]:
+    """Energy of the whole run: from the first request's arrival (its launch) to the last
+    response (the last release), idle and stalls included (``run_j``), and of its intervals
+    with work in progress only (``work_j``); per completion token (every request's generated
+    tokens, finished or cut)."""
+    t0, t1 = float(st["t0"].min()), float(st["t1"].max())
+    run_j = float(np.diff(power.cumulative(np.array([t0, t1]) + offset))[0])
+    a = seg[:, 0] + offset if len(seg) else np.zeros(0)
+    b = seg[:, 1] + offset if len(seg) else np.zeros(0)
+    work_j = float((power.cumulative(b) - power.cumulative(a)).sum()) if len(seg) else 0.0
+    work_s = float((b - a).sum()) if len(seg) else 0.0
+    return {"run_t0": t0, "run_t1": t1, "run_j": run_j, "work_s": work_s, "work_j": work_j,
+            "completion_tokens": tok, "run_j_per_token": run_j / tok if tok else None,
+            "work_j_per_token": work_j / tok if tok else None}
+
+
+def joules_in(logs, segments: pl.DataFrame) -> pl.Series:
+    """The telemetry's energy (J, the selected GPUs' power integrated) over each segment of
+    ``segments``, on the run's clock after clock placement: ``t0``, ``t1`` in seconds of the
+    run's clock (as :func:`logscope.analysis.concurrency.timeline` gives them), with ``file``
+    and ``run`` when ``logs`` holds more than one run. ``logs`` is an ingest joined to its
+    telemetry (:func:`attach`, ``read_with_telemetry``, the analysis commands' frames). Null
+    for a segment of a run with no placed telemetry; a segment reaching outside the
+    telemetry's span counts only the part inside it. Summed over a run's segments that tile
+    its span, it is the run's ``run_j``.
+
+    Example::
+
+        logs = read_with_telemetry(["server.log", "gpu.csv"])
+        tl = logscope.analysis.concurrency.timeline(logs)
+        tl.with_columns(joules_in(logs, tl).alias("j")).group_by("decoding").agg(
+            pl.col("j").sum())
+    """
+    runs = logs.tables.get("energy_runs")
+    samples = logs.tables.get("gpu_samples")
+    out = np.full(segments.height, np.nan)
+    if runs is None or samples is None or runs.height == 0 or segments.height == 0:
+        return pl.Series("joules", out, dtype=pl.Float64).fill_nan(None)
+    keys = [c for c in ("file", "run") if c in segments.columns]
+    seg = segments.with_row_index("_i")
+    if not keys:
+        if runs.height > 1:
+            raise ValueError("these logs hold several runs: give segments a file and a run column")
+        seg = seg.with_columns(pl.lit(runs["file"][0]).alias("file"),
+                               pl.lit(runs["run"][0]).alias("run"))
+    for r in runs.iter_rows(named=True):
+        mine = seg
+        if "file" in seg.columns:
+            mine = mine.filter(pl.col("file") == r["file"])
+        if "run" in seg.columns:
+            mine = mine.filter(pl.col("run").cast(pl.Int32) == r["run"])
+        if mine.height == 0:
+            continue
+        s = samples.filter(pl.col("file").is_in(r["telemetry"] or [])) \
+            if r.get("telemetry") else samples
+        power = Power(s, list(r["gpus"]) if r["gpus"] is not None else None)
+        off = r["clock_offset_s"]
+        a = mine["t0"].cast(pl.Float64).to_numpy() + off
+        b = mine["t1"].cast(pl.Float64).to_numpy() + off
+        out[mine["_i"].to_numpy()] = power.cumulative(b) - power.cumulative(a)
+    return pl.Series("joules", out, dtype=pl.Float64).fill_nan(None)
 
 
 def _empty_samples() -> pl.DataFrame:

@@ -186,8 +186,55 @@ def _query_frame(rows: pl.DataFrame, header: list[str], name: str) -> pl.DataFra
         raise TelemetryError(f"{name}: the nvidia-smi CSV has no timestamp column; record it "
                              "with --query-gpu=timestamp,... so it can be joined to a log")
     ok = rows.filter(pl.col("cap").str.count_matches(", ") == n - 1)
-    return ok.select(pl.lit(name).alias("file"), "line", pl.lit(QUERY).alias("source"),
-                     *_typed(cells))
+    out = ok.select(pl.lit(name).alias("file"), "line", pl.lit(QUERY).alias("source"),
+                    *_typed(cells))
+    if "gpu" not in cells:  # no index column: one GPU's series (checked), or one per uuid
+        out = _one_gpu(out, name)
+    return out
+
+
+INTERLEAVED_GAP = 0.1  # rows closer than this share of the sampling interval: one query round
+INTERLEAVED_SHARE = 0.3  # ... over several GPUs, when at least this share of the gaps are so
+
+
+def _one_gpu(df: pl.DataFrame, name: str) -> pl.DataFrame:
+    """The samples of a ``--query-gpu`` CSV without ``index``: GPU 0 when they are one GPU's
+    series; one GPU per ``uuid`` (in order of appearance) when the file has several uuids.
+    Several GPUs interleaved with nothing to tell them apart (one timestamp repeated, or rows
+    a few ms apart, in every round; or power alternating between two levels row by row) raise
+    :class:`TelemetryError` asking for ``index``.
+
+    Example: ``_one_gpu(frame, "gpu.csv")["gpu"].unique().to_list() == [0]``
+    """
+    df = df.sort("line")
+    ids = df["uuid"].drop_nulls().unique(maintain_order=True).to_list()
+    if len(ids) > 1:
+        return df.with_columns(pl.col("uuid").replace_strict(
+            ids, list(range(len(ids))), default=None).cast(pl.Int16).alias("gpu"))
+    if _interleaved(df):
+        raise TelemetryError(
+            f"{name}: this nvidia-smi CSV holds several GPUs' samples without an index column "
+            "(rows of one query round share a timestamp); record it with --query-gpu="
+            "timestamp,index,power.draw,... so each GPU's series can be told apart")
+    return df.with_columns(pl.lit(0, pl.Int16).alias("gpu"))
+
+
+def _interleaved(df: pl.DataFrame) -> bool:
+    """Whether the rows of a CSV without ``index`` are several GPUs' series interleaved."""
+    t = df["ts"].drop_nulls().dt.epoch("us").cast(pl.Float64) / 1e6
+    if t.len() < 4:
+        return False
+    gaps = t.diff().drop_nulls().abs()
+    interval = float(gaps.quantile(0.9))  # the sampling interval (-l / -lms), however fast
+    tiny = (gaps == 0) | (gaps < INTERLEAVED_GAP * interval)
+    if float(tiny.mean()) >= INTERLEAVED_SHARE:
+        return True
+    p = df["power_w"].drop_nulls().cast(pl.Float64)
+    if p.len() < 8:
+        return False
+    lag1 = float(p.diff().abs().mean())
+    lag2 = float(p.diff(2).abs().mean())
+    return lag1 > 20.0 and lag1 > 3 * lag2  # two levels alternating row by row
 
 
 def _dmon_frame(rows: pl.DataFrame, header: str, name: str, mtime: float | None) -> pl.DataFrame:

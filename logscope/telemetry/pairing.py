@@ -213,10 +213,12 @@ def known_span(logs: Any, start_time: float | None = None) -> tuple[float, float
 def join_series(frames: list, names: list[str], telemetry: list[str], *,
                 explicit: dict[int, list[str]] | None = None,
                 start_times: list[float] | None = None, fields: list[str] | None = None,
-                gpus: list[int] | None = None,
-                net_of_idle: bool = False) -> tuple[list, str | None]:
+                gpus: list[int] | None = None, net_of_idle: bool = False,
+                work_of: Any = None) -> tuple[list, str | None]:
     """Each ingest in ``frames`` (one per log, named ``names``) joined to its own telemetry
-    (:func:`pair`), its clock placed alone (``start_times``: one per log, or one for all).
+    (:func:`pair`), its clock placed alone (``start_times``: one per log, or one for all;
+    ``work_of``: a function giving an ingest's state timeline, e.g.
+    ``logscope.analysis.concurrency.timeline``, for :func:`~logscope.telemetry.energy.attach`).
     Returns (the frames, the pairing line or None). Raises ``PairingError``,
     ``TelemetryError``, ``ClockError``.
 
@@ -227,7 +229,8 @@ def join_series(frames: list, names: list[str], telemetry: list[str], *,
     starts = _per_log(start_times, len(frames))
     spans = [known_span(f, s) for f, s in zip(frames, starts, strict=True)]
     samples, line = pair(names, telemetry, explicit=explicit, spans=spans, fields=fields)
-    out = [attach(f, s, start_time=t, gpus=gpus, net_of_idle=net_of_idle)
+    out = [attach(f, s, start_time=t, gpus=gpus, net_of_idle=net_of_idle,
+                  work=work_of(f) if work_of is not None and s is not None else None)
            for f, s, t in zip(frames, samples, starts, strict=True)]
     return out, line
 
@@ -235,10 +238,12 @@ def join_series(frames: list, names: list[str], telemetry: list[str], *,
 def join_files(logs: Any, telemetry: list[str], *,
                explicit: dict[str, list[str]] | None = None,
                start_times: list[float] | None = None, fields: list[str] | None = None,
-               gpus: list[int] | None = None, net_of_idle: bool = False) -> tuple[Any, str | None]:
+               gpus: list[int] | None = None, net_of_idle: bool = False,
+               work_of: Any = None) -> tuple[Any, str | None]:
     """One ingest of several log files (``ingest``, ``sql``), each file joined to its own
     telemetry (:func:`pair` over the files, ``explicit`` keyed by file; ``start_times``: one
-    per file in order, or one for all). Returns (logs, the pairing line or None).
+    per file in order, or one for all; ``work_of`` as in :func:`join_series`). Returns (logs,
+    the pairing line or None).
 
     Example: join_files(read(["a.log", "b.log"]), ["a.csv", "b.csv"])
     """
@@ -255,7 +260,9 @@ def join_files(logs: Any, telemetry: list[str], *,
     samples, line = pair(files, telemetry, explicit=idx, spans=spans, fields=fields)
     per = {f: s for f, s in zip(files, samples, strict=True) if s is not None}
     st = {f: s for f, s in zip(files, starts, strict=True) if s is not None}
-    return attach(logs, per, start_time=st or None, gpus=gpus, net_of_idle=net_of_idle), line
+    work = work_of(logs) if work_of is not None and per else None
+    return attach(logs, per, start_time=st or None, gpus=gpus, net_of_idle=net_of_idle,
+                  work=work), line
 
 
 def _only(logs: Any, file: str) -> Any:
