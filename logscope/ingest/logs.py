@@ -59,7 +59,8 @@ class Logs:
     def scan(self, name: str) -> pl.LazyFrame:
         """Table ``name`` as a lazy frame (read from its Parquet file after ``read(out=DIR)``).
 
-            >>> logs = read(["fixtures/llama-server/corpus/generated-ngram-c4k-np1.log"])
+            >>> import logscope
+            >>> logs = logscope.read(["fixtures/llama-server/corpus/generated-ngram-c4k-np1.log"])
             >>> logs.scan("requests").select(pl.len()).collect().item()
             6
         """
