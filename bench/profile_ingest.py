@@ -28,6 +28,8 @@ if "--tree" in sys.argv:
     del sys.argv[i:i + 2]
 sys.path.insert(0, str(ROOT))
 
+import importlib  # noqa: E402
+
 from logscope import ingest  # noqa: E402
 from logscope.classify import parse  # noqa: E402
 from logscope.input import frontend, sources  # noqa: E402
@@ -35,22 +37,40 @@ from logscope.input import frontend, sources  # noqa: E402
 ACC: dict[str, float] = collections.defaultdict(float)
 CALLS: collections.Counter[str] = collections.Counter()
 
-# (owner, attribute, label, depth): the stages, in pipeline order
+
+def _mod(name: str) -> object:
+    """``logscope.ingest.<name>``, or the one-module ``logscope.ingest`` of an older revision."""
+    try:
+        return importlib.import_module(f"logscope.ingest.{name}")
+    except ImportError:
+        return ingest
+
+
+BATCH, ASM_MOD = _mod("batch"), _mod("assembler")  # the names each module calls
+ASM = ASM_MOD.Assembler
+
+# (owner, attribute, label, depth): the stages, in pipeline order (one table per module)
 STAGES = [
     (sources.Chunk, "lines", "decode + split lines (Polars)", 1),
-    (ingest, "parse_batch", "parse_batch", 1),
-    (ingest, "strip_frame", "front end (ANSI, padding, embeddings, JSON, glued)", 2),
+    (BATCH, "parse_batch", "parse_batch", 1),
+    (BATCH, "strip_frame", "front end (ANSI, padding, embeddings, JSON, glued)", 2),
     (frontend, "_json_entry", "JSON entries (Python, per line)", 3),
-    (ingest, "AnchorIndex", "anchor index (one Aho-Corasick pass)", 2),
-    (ingest, "classify", "classify (9 passes: 3 phases x 3 engines)", 2),
+    (BATCH, "AnchorIndex", "anchor index (one Aho-Corasick pass)", 2),
+    (BATCH, "classify", "classify (9 passes: 3 phases x 3 engines)", 2),
     (parse, "_locate", "locate messages (unanchored regex)", 3),
     (parse, "_captures", "envelope + body captures", 3),
     (parse, "_extract", "typed fields", 3),
     (parse, "_expand_rep", "key/value items", 4),
     (parse, "_decode_prefix", "wrapper prefixes", 3),
-    (ingest.Assembler, "add", "engine models, per batch", 1),
-    (ingest.Assembler, "_emit", "kind tables per batch", 2),
-    (ingest.Assembler, "result", "finish (clocks, requests, stacking)", 1),
+    (ASM, "add", "engine models, per batch", 1),
+    (ASM, "_emit", "tables' parts per batch", 2),
+    (ASM_MOD, "kind_table", "event kind tables", 3),
+    (ASM_MOD, "classified", "lines_classified", 3),
+    (ASM_MOD, "class_counts", "counts per class", 2),
+    (ASM, "result", "finish (clocks, requests, stacking)", 1),
+    (ASM, "_finish", "engine tables finished (clocks, requests)", 2),
+    (ASM, "_lines_and_unrecognized", "lines_classified and unrecognized", 2),
+    (ASM_MOD, "unrecognized_table", "unrecognized (lark's diagnostics)", 3),
 ]
 
 
@@ -85,10 +105,10 @@ def main() -> None:
     for ch in chunks:
         raw = (ch.lines()[0] if hasattr(ch, "lines") else
                __import__("polars").Series("raw", [ch.text]).str.split("\n").explode())
-        batches.append(ingest.parse_batch(raw, args.log, names, first_line=line))
+        batches.append(BATCH.parse_batch(raw, args.log, names, first_line=line))
         line += ch.n_lines
         stats.lines += ch.n_lines
-    asm = ingest.Assembler(names, {args.log: mtime})
+    asm = ASM(names, {args.log: mtime})
     for b in batches:
         asm.add(b)
     logs = asm.result([stats])

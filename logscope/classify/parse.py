@@ -248,6 +248,8 @@ def _locate(cand: pl.DataFrame, located: str) -> pl.DataFrame | None:
     if pos.null_count() == pos.len():
         return None
     found = cand.with_columns(pos.alias("_pos")).filter(pl.col("_pos").is_not_null())
+    if not found.get_column("_pos").max():  # every message starts its line: none inside a word
+        return found
     # the byte before the match, as hex (it may be a UTF-8 continuation byte: no word character)
     before = pl.col("text").cast(pl.Binary).bin.slice(pl.col("_pos") - 1, 1).bin.encode("hex")
     inside = (pl.col("_pos") > 0) & before.is_in(_WORD_HEX)
@@ -439,12 +441,7 @@ def classify(lines: pl.DataFrame, g: CompiledGrammar,
     kind_parts: dict[str, list[pl.DataFrame]] = {}
     claimed: list[pl.Series] = []
     if found.height:
-        raw = pl.col("text").cast(pl.Binary)
-        found = found.with_columns(
-            pl.when(pl.col("_pos") > 0).then(raw.bin.head(pl.col("_pos")).cast(pl.String))
-            .alias("prefix"),
-            pl.when(pl.col("_pos") > 0).then(raw.bin.slice(pl.col("_pos")).cast(pl.String))
-            .otherwise(pl.col("text")).alias("text"))
+        found = _split_prefix(found)
         env_rx, env_find = _envelope_regexes(g)
         found = found.with_columns(pl.col("text").str.replace(env_find, "").alias("_body"))
         if ENV_GROUP in env_rx:
@@ -502,6 +499,22 @@ def classify(lines: pl.DataFrame, g: CompiledGrammar,
     rest = (lines if taken_rows.len() == 0
             else lines.filter(~pl.col("_row").is_in(taken_rows.implode())))
     return Classified(g.engine, rows, fields_by_kind, unrec, rest)
+
+
+def _split_prefix(found: pl.DataFrame) -> pl.DataFrame:
+    """``prefix`` (the text before the message, null when it starts the line) and ``text`` cut
+    to the message, for the located rows of ``found``; only the rows with a prefix are sliced."""
+    pos = found.get_column("_pos")
+    at = (pos > 0).arg_true()
+    prefix = pl.repeat(None, found.height, dtype=pl.String, eager=True).alias("prefix")
+    if not at.len():
+        return found.with_columns(prefix)
+    sub = found.select("text", "_pos").gather(at)
+    raw = pl.col("text").cast(pl.Binary)
+    cut = sub.select(raw.bin.head(pl.col("_pos")).cast(pl.String).alias("prefix"),
+                     raw.bin.slice(pl.col("_pos")).cast(pl.String).alias("text"))
+    return found.with_columns(prefix.scatter(at, cut.get_column("prefix")),
+                              found.get_column("text").scatter(at, cut.get_column("text")))
 
 
 def _decode_prefix(rows: pl.DataFrame, env_fields: dict[str, str], decode) -> pl.DataFrame:  # noqa: ANN001

@@ -45,6 +45,9 @@ GLUED = (r"([^\s:*>|])((?:\([A-Za-z_0-9]+ pid=[0-9]+\) )*(?:INFO|WARNING|ERROR|D
          r"[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2})")
 
 GLUED_HINTS = ["INFO ", "WARNING ", "ERROR ", "DEBUG ", "CRITICAL "]  # literals GLUED needs
+# the same test as one regex of literals: Rust regex's SIMD literal search is about ten times
+# faster than ``str.contains_any``'s Aho-Corasick on a block of lines
+_GLUED_ANY = "|".join(re.escape(h) for h in GLUED_HINTS)
 
 # Rust regex's \s (Unicode White_Space); Python's \s also matches the separators \x1c-\x1f
 RUST_WS = "\\t\\n\\x0b\\x0c\\r \\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000"
@@ -268,7 +271,7 @@ def strip_frame(lines, first_row: int = 0):  # noqa: ANN001, ANN201 - polars imp
             text.scatter(at, pl.Series([t for _, t in pairs], dtype=pl.String)),
             df.get_column("outer").scatter(at, pl.Series([o for o, _ in pairs], dtype=pl.String)))
     text = df.get_column("text")
-    hint = text.str.contains_any(GLUED_HINTS)  # the literal test first, the regex on its lines
+    hint = text.str.contains(_GLUED_ANY)  # the literal test first, the regex on its lines
     glued = (pl.repeat(False, df.height, dtype=pl.Boolean, eager=True)
              .scatter(hint.arg_true(), text.filter(hint).str.contains(GLUED))
              if hint.any() else None)
