@@ -610,8 +610,9 @@ def state_fit(logs, label: str | None = None) -> pl.DataFrame:
 
 
 def state_fit_replicates(logs) -> tuple[list[int], np.ndarray, np.ndarray] | None:
-    """(states, estimate (K, 4), bootstrap replicates (REPS, K, 4)) of :func:`state_fit`'s
-    clean, served, aggregate and seconds per state, for a comparison's interval.
+    """(states, estimate (K, 5), bootstrap replicates (≤ REPS, K, 5)) of :func:`state_fit`'s
+    clean, served, aggregate, seconds and decode seconds per state (columns in that order), for
+    a comparison's interval; None without window lines. Refusals are :func:`state_fit`'s.
 
     Example::
 
