@@ -140,6 +140,18 @@ def served(logs, label: str | None = None) -> dict:
     tokens = float(st["tokens"].sum())
     v, w, src = _per_stream_units(logs)
     req = table(logs, "requests")
+    basis = "from first arrival to last response"
+    if st["t0"].null_count():   # window lines: their own span and per-stream as served
+        from logscope.analysis.window_fit import served_units, window_throughput
+        wt = window_throughput(logs)
+        if wt and wt["tps"]:
+            tokens, span = wt["tokens"], wt["seconds"]
+            busy = min(busy, span)
+        su = served_units(logs)
+        if su is not None and su[1].sum() > 0:
+            v, w = np.array([su[0].sum() / su[1].sum()]), np.array([1.0])
+            src = "all tokens ÷ stream-seconds of the window intervals"
+        basis = "from the first window interval to the last line"
     out.update(
         completion_tokens=tokens, span_s=span, busy_s=busy,
         requests=req.height if req is not None else None,
@@ -150,9 +162,7 @@ def served(logs, label: str | None = None) -> dict:
         decode_s=secs.get("decode", 0.0), decode_prefill_s=secs.get("decode + prefill", 0.0),
         prefill_s=secs.get("prefill", 0.0), stall_s=secs.get("stall", 0.0),
         idle_s=secs.get("idle", 0.0),
-        max_streams=int(st["decoding"].max() or 0), slots=_slots(logs),
-        span_basis="between the first and last window lines" if st["t0"].null_count()
-        else "from first arrival to last response")
+        max_streams=int(st["decoding"].max() or 0), slots=_slots(logs), span_basis=basis)
     return out
 
 
@@ -171,10 +181,16 @@ def throughput_blocks(logs, blocks: int = BLOCKS) -> tuple[np.ndarray, np.ndarra
     if st["t0"].null_count() == st.height:
         dec = st.filter(pl.col("state") != "idle")
         idle = float(st.filter(pl.col("state") == "idle")["seconds"].sum())
-        sec = dec["seconds"].to_numpy()
-        # the idle rest spread over the intervals in proportion to their length
-        sec = sec * (1 + idle / sec.sum()) if sec.sum() > 0 else sec
-        return dec["tokens"].to_numpy(), sec
+        sec, tok = dec["seconds"].to_numpy(), dec["tokens"].to_numpy()
+        # the rest of the span spread over the intervals in proportion to their length, so
+        # the units add up to the served figures
+        s = served(logs)
+        span = s["span_s"] or (sec.sum() + idle)
+        if sec.sum() > 0:
+            sec = sec * span / sec.sum()
+        if tok.sum() > 0 and s["completion_tokens"]:
+            tok = tok * s["completion_tokens"] / tok.sum()
+        return tok, sec
     toks, secs = [], []
     for _, g in st.group_by(["file", "run"]):
         t0, t1, tk = g["t0"].to_numpy(), g["t1"].to_numpy(), g["tokens"].to_numpy()
