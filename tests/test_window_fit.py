@@ -21,7 +21,7 @@ SG = FIXTURES / "sglang" / "rendered"
 VL = FIXTURES / "vllm" / "rendered"
 VLLM_1S = ["sweep-np1-interval1", "sweep-np2-interval1", "sweep-np4-interval1"]
 AGENT = ["sweep-np1", "sweep-np2", "sweep-np4", "spec-c256k-np2", "q8kv-c256k-np2"]
-# measured misses (bench/RESULTS-windows.md): the 256k-context runs' one-stream state decodes
+# measured misses (bench/RESULTS.md, "SGLang and vLLM under agent load"): the 256k-context runs' one-stream state decodes
 # from 1k to 200k tokens deep in turn, and one free step per state is the mean of those; at 2
 # slots a prompt starts as a slot frees, so the one-stream state carries most prompt time and
 # its as-served figure the prompt term's error; a served entry also exempts the state's aggregate
