@@ -1,6 +1,6 @@
 """The window fit (logscope.analysis.window_fit) against the truth of the rendered engine logs.
 
-    python bench/window_fit.py        # prints the tables of bench/RESULTS.md, "SGLang and vLLM under agent load"
+    python bench/window_fit.py   # bench/RESULTS.md, "SGLang and vLLM under agent load"
 
 Renderings: ``python scripts/render_engine_logs.py <corpus log> <name>`` (SGLang and vLLM at
 10 s), ``… <name>-interval1 1`` (vLLM alone at a 1 s stats interval), ``… <name>-ms ms``

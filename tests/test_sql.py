@@ -106,9 +106,7 @@ def test_logs_with_telemetry_have_the_energy_columns_of_report():
     with cli.make_context("report", [f"{d}.log"]):
         (frame,) = read_each((f"{d}.log",))  # report's read, without telemetry: nulls
     assert {"energy_j", "prefill_energy_j", "decode_energy_j"} <= set(frame["requests"].columns)
-    from logscope.telemetry import read_with_telemetry
-
-    want = read_with_telemetry([f"{d}.log", f"{d}.smi.csv"])["requests"].sort("task")
+    want = logscope.read([f"{d}.log", f"{d}.smi.csv"])["requests"].sort("task")
     assert [r[0] for r in rows] == want["task"].to_list()
     for i, c in enumerate(("energy_j", "prefill_energy_j", "decode_energy_j"), start=1):
         assert [r[i] for r in rows] == pytest.approx(want[c].to_list(), nan_ok=True)

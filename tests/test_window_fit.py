@@ -21,11 +21,12 @@ SG = FIXTURES / "sglang" / "rendered"
 VL = FIXTURES / "vllm" / "rendered"
 VLLM_1S = ["sweep-np1-interval1", "sweep-np2-interval1", "sweep-np4-interval1"]
 AGENT = ["sweep-np1", "sweep-np2", "sweep-np4", "spec-c256k-np2", "q8kv-c256k-np2"]
-# measured misses (bench/RESULTS.md, "SGLang and vLLM under agent load"): the 256k-context runs' one-stream state decodes
-# from 1k to 200k tokens deep in turn, and one free step per state is the mean of those; at 2
-# slots a prompt starts as a slot frees, so the one-stream state carries most prompt time and
-# its as-served figure the prompt term's error; a served entry also exempts the state's aggregate
-# from 5 % (measured: q8kv +9.4 % and +5.6 %, sweep-np2 at one stream -8.3 %)
+# measured misses (bench/RESULTS.md, "SGLang and vLLM under agent load"): the 256k-context
+# runs' one-stream state decodes from 1k to 200k tokens deep in turn, and one free step per
+# state is the mean of those; at 2 slots a prompt starts as a slot frees, so the one-stream
+# state carries most prompt time and its as-served figure the prompt term's error; a served
+# entry also exempts the state's aggregate from 5 % (measured: q8kv +9.4 % and +5.6 %,
+# sweep-np2 at one stream -8.3 %)
 TOL = {("spec-c256k-np2", 1, "clean"): 0.25, ("spec-c256k-np2", 1, "served"): 0.15,
        ("q8kv-c256k-np2", 1, "served"): 0.10, ("q8kv-c256k-np2", 2, "served"): 0.10,
        ("sweep-np2", 1, "served"): 0.10}
