@@ -191,7 +191,10 @@ def card_lines(e: dict[str, Any] | None) -> list[str]:
     """The card's energy line (two short lines of text), none without telemetry."""
     if not e:
         return []
-    return [f"energy: decode {_num(e['decode_mj_per_token'], 0)} mJ/t, prefill "
-            f"{_num(e['prefill_mj_per_token'], 1)} mJ/t, {_num(e['decode_tps_per_w'], 2)} t/s/W",
-            f"  {_num(e['busy_power_w'], 0)} W busy, {_num(e['idle_w'], 0)} W idle, limit "
-            f"{_num(e['power_limit_w'], 0)} W (clock {e['clock_offset_source']})"]
+    out = [f"energy: decode {_num(e['decode_mj_per_token'], 0)} mJ/t, prefill "
+           f"{_num(e['prefill_mj_per_token'], 1)} mJ/t, {_num(e['decode_tps_per_w'], 2)} t/s/W",
+           f"  {_num(e['busy_power_w'], 0)} W busy, {_num(e['idle_w'], 0)} W idle, limit "
+           f"{_num(e['power_limit_w'], 0)} W (clock {e['clock_offset_source']})"]
+    if e.get("run_j_per_token") is not None:   # what the bill follows: idle and stalls included
+        out.append(f"  whole run: {_num(e['run_j_per_token'], 3)} J per completion token")
+    return out
