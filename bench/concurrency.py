@@ -50,7 +50,7 @@ def client(log: Path) -> dict | None:
             rates.append(t["predicted_per_second"])
         if t:
             toks += t.get("predicted_n", 0)
-    sends = [r["t_send"] for r in recs if "t_send" in r]
+    sends = [r.get("t_send", r.get("t_start")) for r in recs if "t_send" in r or "t_start" in r]
     ends = [r["t_end"] for r in recs if "t_end" in r]
     if not rates or not sends:
         return None

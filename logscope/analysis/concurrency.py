@@ -322,11 +322,10 @@ def timeline(logs, label: str | None = None) -> pl.DataFrame:
         tl.group_by("decoding", "prefilling").agg((pl.col("t1") - pl.col("t0")).sum())
     """
     lab = label_of(logs, label)
-    ph = _phases(logs)
-    if ph is None or ph.height == 0:
+    segs = _states(logs, lab)[0]
+    if segs.height == 0 or segs["t0"].null_count():   # window lines: their own intervals
         from logscope.analysis.windows import window_timeline
         return window_timeline(logs, lab).cast(TIMELINE_SCHEMA)
-    segs = _llama_states(logs, ph, lab)[0]
     return segs.filter(pl.col("state").is_in(["decode", "prefill"])).select(
         list(TIMELINE_SCHEMA))
 

@@ -412,7 +412,8 @@ def _throughput(a, b, names, rng) -> dict:
     r["a"], r["b"] = sa["throughput_tps"], sb["throughput_tps"]
     r["ratio"] = sb["throughput_tps"] / sa["throughput_tps"]
     r["where"] = _where(sa, sb, names)
-    r["matched"] = " blocks of the served span"
+    r["matched"] = " window intervals" if sa["span_basis"] != sb["span_basis"] or \
+        "window" in (sa["span_basis"] or "") else " blocks of the served span"
     row = _row("throughput", r, names, what)
     row["span_s"] = [sa["span_s"], sb["span_s"]]
     return row
