@@ -212,3 +212,17 @@ def test_engine_option():
     assert r.exit_code == 1 and "no vllm lines in" in r.output
     assert run("report", GPU, "--engine", "llama-server", "--format", "csv").output == \
         run("report", GPU, "--format", "csv").output
+
+
+def test_report_says_why_few_window_lines_measure_nothing(tmp_path):
+    """A pasted excerpt of one SGLang decode line and a prefill: figure lines, no measurement."""
+    log = tmp_path / "excerpt.log"
+    log.write_text(
+        "[2026-01-02 10:00:01] Decode batch, #running-req: 7, #token: 9000, token usage: 0.05, "
+        "cuda graph: True, gen throughput (token/s): 512.40, #queue-req: 0\n"
+        "[2026-01-02 10:00:01] Prefill batch, #new-seq: 1, #new-token: 300, #cached-token: 0, "
+        "token usage: 0.05, #running-req: 7, #queue-req: 0, cuda graph: True, "
+        "input throughput (token/s): 900.10\n")
+    r = run("report", str(log))
+    assert r.exit_code == 1 and "Traceback" not in r.output
+    assert "decode_batch 1, prefill_batch 1" in r.output and "no measurement" in r.output

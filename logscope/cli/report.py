@@ -25,6 +25,23 @@ def _depths(value: str | None) -> tuple[int, ...] | None:
     return tuple(out)
 
 
+def nothing_measured(frames: list, names) -> str:  # noqa: ANN001 - logscope.Logs
+    """The one line a report with no figure ends on: no figure lines at all, or figure lines
+    too few to measure anything (a window needs the line before it)."""
+    events: dict[str, int] = {}
+    for f in frames:
+        for kind, n in f.summary()["events"].items():
+            if kind not in ("server_config", "server_info"):  # settings, no figure
+                events[kind] = events.get(kind, 0) + n
+    where = ", ".join(names)
+    if not events:
+        return f"no timing, throughput or acceptance lines in {where}: nothing to report"
+    seen = ", ".join(f"{k} {n}" for k, n in sorted(events.items()))
+    return (f"{where}: {sum(events.values())} line(s) with events ({seen}) but no measurement: a "
+            "server window is measured from one line to the next of the same kind, and a "
+            "request from its own timing lines; give a longer stretch of the log")
+
+
 @click.command()
 @click.argument("logs", nargs=-1, required=False)
 @click.option("--format", "fmt", type=click.Choice(["md", "csv", "json"]), default="md",
@@ -60,7 +77,5 @@ def report(logs, fmt, labels, at, engine, datasets, wheres):
     frames, names = series(logs, labels, engine, datasets, wheres)
     rep = build_report(frames, names, at=depths)
     if not has_figures(rep):
-        raise click.ClickException(
-            f"no timing, throughput or acceptance lines in {', '.join(logs or names)}: "
-            "nothing to report")
+        raise click.ClickException(nothing_measured(frames, logs or names))
     click.echo(render(rep, fmt), nl=False)
