@@ -643,8 +643,8 @@ def render(rep: dict, fmt: str = "md") -> str:
             lines.append("- time of the whole log: " + ", ".join(
                 f"{k} {sec[k]:,.1f} s ({100 * sec[k] / total:.0f} %)"
                 for k in BUDGET_STATES if k in sec)
-                + " (stall = requests in progress, nothing computing: the server loop saving "
-                "or loading a prompt cache blocks every slot)")
+                + (" (stall = requests in progress, nothing computing: the server loop saving "
+                   "or loading a prompt cache blocks every slot)" if sec.get("stall") else ""))
         parts.append("\n".join(lines) + "\n")
         if rep["findings"].get(name):
             parts.append(findings_md(rep["findings"][name]))
