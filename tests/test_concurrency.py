@@ -64,8 +64,9 @@ def test_states_add_up(log):
             assert g["t0"][0] <= lo + 1e-9 and g["t1"][-1] >= hi - 1e-9
             assert g["seconds"].sum() == pytest.approx(g["t1"][-1] - g["t0"][0], rel=1e-9)
         req = logs.get("requests")
-        if req.select(pl.struct("file", "run", "slot", "task").is_duplicated().any()).item():
-            pytest.skip("a router's children share slot and task ids: requests not told apart")
+        # a router's children reuse slot and task ids: each child is a run of its own
+        assert not req.select(pl.struct("file", "run", "slot", "task").is_duplicated().any()
+                              ).item()
         done = req.filter(pl.col("decode_ms").is_not_null(), pl.col("gen_tokens") > 0) \
             .select(pl.col("file").cast(pl.String), pl.col("run").cast(pl.Int32), "slot",
                     "task", "gen_tokens")
@@ -196,3 +197,17 @@ def test_window_engine_rows_weigh_time_not_lines():
     # per stream = throughput ÷ running requests, never the window throughput itself
     s = decode_samples(logs).filter(pl.col("flag").is_null())
     assert (s["tps"] * s["decoding"] * s["seconds"] - s["tokens"]).abs().max() < 1e-6
+
+
+def test_a_routers_children_are_servers_of_their_own():
+    """Two children behind a router, each with 2 slots and its own clock: no state holds more
+    streams than a child has slots, and each child's requests decode in its own run."""
+    log = FIXTURES / "llama-server" / "router-d-b9151-b9229-two-children.log"
+    logs = logscope.read(str(log))
+    req = logs.get("requests")
+    runs = req.group_by("router_port").agg(pl.col("run").unique())
+    assert runs.height == 2 and runs["run"].list.len().max() == 1
+    assert runs["run"].list.first().n_unique() == 2 and runs["run"].list.first().min() > 1
+    c = concurrency(logs)
+    assert c["decoding"].max() <= 2
+    assert states(logs)["tokens"].sum() == pytest.approx(req["gen_tokens"].sum(), rel=1e-9)

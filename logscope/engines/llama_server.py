@@ -93,6 +93,10 @@ class LlamaStream(Stream):
                                 "_sreq": pl.Int64, "_sat": pl.Int64, "_srun": pl.Int32})
         self.held: pl.DataFrame | None = None
         self.held_fields: Fields = {}
+        # a router's children are servers of their own: (file, port, run on that port's
+        # clock) → the file's run number, in the order they first appear
+        self.run_ids: dict[tuple[str, int, int], int] = {}
+        self.file_runs: dict[str, int] = {}
         self.one_group = False
         self.clock_parts: list[pl.DataFrame] = []
         self.anchors: pl.DataFrame | None = None  # per run, once every batch is in
@@ -244,7 +248,27 @@ class LlamaStream(Stream):
         self.runs.update(last_per_group(df, GRP, [
             pl.col("_st").last(), pl.col("_sreq").last(), pl.col("_sat").last(),
             pl.col("run").last().alias("_srun")]))
-        return df.drop("_st", "_sreq", "_sat", "_srun")
+        return self._file_runs(df.drop("_st", "_sreq", "_sat", "_srun"))
+
+    def _file_runs(self, df: pl.DataFrame) -> pl.DataFrame:
+        """``run`` numbered per file across router ports: each child server behind a router
+        (its own process, clock and slots) is a run of its own, so that nothing keyed by
+        (file, run) mixes two servers. Without a router the numbers are unchanged."""
+        seen = df.select("file", "_port", "run").unique(maintain_order=True)
+        changed = False
+        for f, port, run in seen.iter_rows():
+            key = (f, port, run)
+            if key not in self.run_ids:
+                self.file_runs[f] = self.file_runs.get(f, 0) + 1
+                self.run_ids[key] = self.file_runs[f]
+            changed = changed or self.run_ids[key] != run
+        if not changed:
+            return df
+        ids = pl.DataFrame([(*k, v) for k, v in self.run_ids.items()], orient="row",
+                           schema={"file": df.schema["file"], "_port": pl.Int64,
+                                   "run": pl.Int32, "_run": pl.Int32})
+        return (df.join(ids, on=["file", "_port", "run"], how="left", maintain_order="left")
+                .with_columns(pl.col("_run").alias("run")).drop("_run"))
 
     def _clock(self, df: pl.DataFrame) -> pl.DataFrame:
         """Per run, what anchors its clock (kept until :meth:`finish`); and ``basis``."""
@@ -299,12 +323,13 @@ def _merge_fields(a: Fields, b: Fields) -> Fields:
 
 def _run_anchors(parts: pl.DataFrame, mtime: dict[str, float | None]) -> pl.DataFrame:
     """Per (file, port, run), from the batches' clock parts: the wrapper anchor (``_a_wrap``)
-    and, for a file's last run, the mtime anchor (``_a_mtime``), in microseconds; ``file``
-    categorical, as in the kind tables it is joined to."""
+    and, for the last run of a file's server, the mtime anchor (``_a_mtime``), in
+    microseconds; ``file`` categorical, as in the kind tables it is joined to."""
     grp = ["file", "_port", "run"]
     anchors = parts.group_by(grp).agg(pl.col("_a_wrap").min(), pl.col("_t_max").max())
-    last_run = anchors.group_by("file").agg(pl.col("run").max().alias("_last"))
-    return anchors.join(last_run, on="file").with_columns(
+    # the last run of each server (a router's children each end where the file ends)
+    last_run = anchors.group_by("file", "_port").agg(pl.col("run").max().alias("_last"))
+    return anchors.join(last_run, on=["file", "_port"]).with_columns(
         pl.when(pl.col("run") == pl.col("_last"))
         .then(pl.col("file").replace_strict(mtime, default=None, return_dtype=pl.Float64) * 1e6
               - pl.col("_t_max") * 1e6).alias("_a_mtime")).select(

@@ -55,23 +55,36 @@ class Runs:
         self.llama: dict[str, list] = {}
         # SGLang / vLLM, per engine: [traffic seen, previous record a startup line, run]
         self.config: dict[str, list] = {}
+        # llama-server: "port:run on that port's clock" → the file's run number, in the order
+        # they first appear (a router's children are runs of their own, as in ingest)
+        self.ids: dict[str, int] = {}
         if state:
             self.llama = {k: list(v) for k, v in (state.get("llama") or {}).items()}
             self.config = {k: list(v) for k, v in (state.get("config") or {}).items()}
+            self.ids = dict(state.get("ids") or {})
 
     def state(self) -> dict:
         return {"llama": {k: list(v) for k, v in self.llama.items()},
-                "config": {k: list(v) for k, v in self.config.items()}}
+                "config": {k: list(v) for k, v in self.config.items()},
+                "ids": dict(self.ids)}
 
     def reset(self) -> None:
         """A new file behind the followed name: its runs count from 1."""
         self.llama.clear()
         self.config.clear()
+        self.ids.clear()
+
+    def _file_run(self, port: str, run: int) -> int:
+        key = f"{port}:{run}"
+        if key not in self.ids:
+            self.ids[key] = max(self.ids.values(), default=0) + 1
+        return self.ids[key]
 
     def current(self, engine: str | None, port: Any = None) -> int:
         if engine == "llama-server":
-            s = self.llama.get(str(port or 0))
-            return s[2] if s else 1
+            key = str(port or 0)
+            s = self.llama.get(key)
+            return self.ids.get(f"{key}:{s[2]}", s[2]) if s else 1
         s = self.config.get(engine or "")
         return s[2] if s else 1
 
@@ -92,7 +105,7 @@ class Runs:
                 s[1] += 1
             if t is not None:
                 s[0] = t
-            return s[2]
+            return self._file_run(key, s[2])
         if engine in TRAFFIC:
             s = self.config.setdefault(engine, [0, False, 1])
             is_start = kind == "server_config"
@@ -144,6 +157,7 @@ def prime(path: str, lines: int, offset: int) -> Runs:
             since = cur.filter((pl.col("line") >= cand)
                                & pl.col("kind").is_in(list(REQUEST_KINDS))).height
             runs.llama["0"] = [_last_rel(path, offset), since, run]
+            runs.ids.update({f"0:{r}": r for r in range(1, run + 1)})
         elif engine in TRAFFIC:
             traffic = sub.filter(pl.col("kind").is_in(list(TRAFFIC[engine]))).height
             last_start = sub["kind"][-1] == "server_config"
