@@ -57,6 +57,7 @@ from logscope.analysis.depth import (
 )
 from logscope.analysis.energy import energy_headline, energy_lines
 from logscope.analysis.findings import findings
+from logscope.analysis.iterations import iteration_figures, iteration_lines
 from logscope.analysis.metrics import (
     MIN_DECODE_TOKENS,
     MIN_PREFILL_TOKENS,
@@ -373,7 +374,8 @@ def headline(logs, at: tuple[int, ...] | list[int] | None = None) -> dict:
     return {"prefill_fit": fit, "prefill_points": pts.height, "served": served(logs),
             "prefill_at": {d: prefill_at(logs, d, fit) for d in at_depths}, "decode": dec,
             "acceptance": acc, "aggregate": agg_d, "pressure": pressure_summary(logs),
-            "energy": energy_headline(logs), "request_log": request_log_figures(logs)}
+            "energy": energy_headline(logs), "request_log": request_log_figures(logs),
+            "iterations": iteration_figures(logs)}
 
 
 def build_report(logs_list: list, labels: list[str] | None = None,
@@ -428,7 +430,7 @@ def has_figures(rep: dict) -> bool:
             return True
         if any(not r["reason"] for r in h.get("window_fit", [])):
             return True
-        if h.get("request_log"):
+        if h.get("request_log") or h.get("iterations"):
             return True
     return False
 
@@ -634,6 +636,7 @@ def render(rep: dict, fmt: str = "md") -> str:
                      + (f", KV usage max {_fmt(p['kv_usage_max'])}" if p['kv_usage_max'] else "")
                      + (f", queue max {p['queued_max']}" if p['queued_max'] is not None else ""))
         lines += request_log_lines(h.get("request_log"))
+        lines += iteration_lines(h.get("iterations"))  # vLLM's step lines, where printed
         lines += energy_lines(h.get("energy"))  # GPU telemetry given (docs/energy.md)
         tb = rep["time_budget"].filter(pl.col("label") == name)
         if tb.height:
