@@ -22,11 +22,21 @@ timestamps):
   that printed no acceptance take the run's pooled figures).
 
 vLLM (V1, 0.10.x layout): every ``STATS_INTERVAL`` (10 s) a stats line: ``Avg prompt`` and
-``Avg generation throughput`` = the tokens computed in the interval ÷ the interval,
+``Avg generation throughput`` = the tokens counted in the interval ÷ the interval (a prompt's
+whole length in the interval its prefill completes, ``vllm/v1/metrics/stats.py``
+``IterationStats.update_from_output``),
 ``Running`` = requests scheduled at that moment (prefilling or decoding); with drafts a
 ``SpecDecoding metrics`` line (0.10.2+ layout) after each stats line: the interval's accepted
 and drafted tokens, its drafts (request-steps), ``Mean acceptance length`` = 1 + accepted ÷
 drafts, per-position rates filled from the first position on.
+
+Prompts beside decode: SGLang's default scheduler runs a prefill batch as its own forward
+pass before the decode batch (decode waits for it); vLLM's chunked prefill mixes its chunks
+into the steps, the same at window scale. llama-server instead batched the prompt with the
+streams' steps, which crawled meanwhile. So over a stretch of prompts beside decode the real
+run's time is kept and split: the streams decode at their rate just before the stretch (else
+just after it: their decode alone), the prompts take the rest of the stretch, and at least
+their tokens at the run's own prefill speed on an idle server (a prompt is never free).
 
 The truth (``<name>.truth.json``, the same beside both logs): per state (streams decoding, 1
 if a prompt is being prefilled) the time-weighted median per-stream decode rate over the
@@ -332,10 +342,12 @@ def _vllm(steps, prompts, streams, k_spec: int, wall, arrivals, real_prompts,
         inside = [x for x, w in zip(steps, sw, strict=True) if t <= w < t1]
         gen = sum(x[5] for x in inside)
         pro = 0.0
-        for a, b, p in prompts:   # prompt tokens computed in [t, t1), evenly over [a, b)
-            lo, hi = max(a, t), min(b, t1)
-            if hi > lo:
-                pro += p * (hi - lo) / (b - a)
+        # a prompt's tokens count in the interval its prefill completes: V1's
+        # IterationStats.update_from_output adds prompt_len when a request still prefilling
+        # gets its first output, and EngineCore sends none for a partial prefill
+        for _a, b, p in prompts:
+            if t <= b < t1:
+                pro += p
         i = int(np.searchsorted(sw, t1, "right")) - 1
         # the real time at the end of the last step before t1
         real = steps[i][9] if i >= 0 else 0.0

@@ -76,6 +76,7 @@ SEED = 20261206
 BAND_FROM = 1024         # the first depth band ends here; then octaves
 MIN_BAND_WINDOWS = 3     # a depth band held by fewer intervals joins the band below
 VLLM_INTERVAL_ENV = "VLLM_LOG_STATS_INTERVAL"
+MIN_CHECKS = 2           # pooled: states with their own step the line must meet
 MAX_BIAS = 0.05          # pooled: a state's intervals may sit this far from the fit
 QUIET_SHARE = 0.1        # pooled: a state's step must be seen in intervals this free of prompts
 POOLED_ROUNDS = 5        # refits of the prompt term and the streams decoding (vLLM)
@@ -323,8 +324,8 @@ def _vllm(logs) -> _Windows | None:
                          float(np.mean(kvs)) if kvs else 0.0))
             edges.append((k0 == 0, ends_idle))
             # for the pooled model: `Running` at both ends and the prompt tokens of the
-            # intervals either side of each snapshot (a request prefilling at a snapshot has
-            # prompt tokens on both sides of it)
+            # intervals either side of each snapshot (a request prefilling at a snapshot
+            # counts its prompt in an interval after it)
             prev_pro = (gl[li - 1]["pthr"] or 0.0) * T if adjacent and li else 0.0
             next_pro = (nxt["pthr"] or 0.0) * T if nxt is not None and not ends_idle else 0.0
             snaps.append((k0, k1, prev_pro, pro, next_pro))
@@ -633,11 +634,7 @@ def _charge_decoding(w: _Windows, a: float) -> None:
     goes to the lower of the two ends, split between the two whole counts around it (0: no
     stream's, a prompt beside nothing slows no stream). The charge moves seconds between
     states' as-served figures only."""
-    k0, k1, pp, pc, pn = w.snaps.T
-    with np.errstate(divide="ignore", invalid="ignore"):
-        phi = np.clip(a * np.column_stack([pp, pc, pn]) / w.T[:, None], 0.0, 1.0)
-    rho0 = np.where((pp > 0) & (pc > 0), np.minimum(phi[:, 0], phi[:, 1]), 0.0)
-    rho1 = np.where((pn > 0) & (pc > 0), np.minimum(phi[:, 1], phi[:, 2]), 0.0)
+    k0, k1, rho0, rho1 = _snap_prefilling(w, a)
     d = np.minimum(np.maximum(k0 - rho0, 0.0), np.maximum(k1 - rho1, 0.0))
     K = len(w.states)
     ki = {k: i for i, k in enumerate(w.states)}
@@ -657,43 +654,83 @@ def _charge_decoding(w: _Windows, a: float) -> None:
             w.charge[i, :, col] += wt * tot
 
 
+def _snap_prefilling(w: _Windows, a: float) -> tuple[np.ndarray, ...]:
+    """vLLM: (``Running`` at each interval's start, at its end, the requests expected to be
+    prefilling at the start snapshot, at the end one). A prompt's tokens are counted in the
+    interval its prefill completes (V1 ``IterationStats.update_from_output`` adds
+    ``prompt_len`` at the request's first output); completing at a uniform point of that
+    interval after ``a`` × its tokens of prefill, it began before the interval's start snapshot
+    with chance min(1, prefill seconds ÷ interval seconds)."""
+    k0, k1, _pp, pc, pn = w.snaps.T
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rho0 = np.clip(a * pc / w.T, 0.0, 1.0)
+        rho1 = np.clip(a * pn / w.T, 0.0, 1.0)
+    return k0, k1, np.minimum(rho0, np.maximum(k0, 0)), np.minimum(rho1, np.maximum(k1, 0))
+
+
 def _prefilling_out(p: _Windows, a: float) -> np.ndarray:
     """vLLM: streams decoding over each interval, the mean of its two ends' ``Running`` less
     the requests expected to be prefilling at each snapshot. ``Running`` counts a request from
-    the step its prefill is scheduled (``len(self.running)``); a snapshot falls inside a
-    prompt only where prompt tokens were computed on both sides of it, and then with the
-    chance that the prefill time (``a`` × prompt tokens ÷ seconds) covers the instant: the
-    smaller of the two sides' prefill shares. At least one stream decodes where tokens came."""
-    k0, k1, pp, pc, pn = p.snaps.T
-    with np.errstate(divide="ignore", invalid="ignore"):
-        phi = np.clip(a * np.column_stack([pp, pc, pn]) / p.T[:, None], 0.0, 1.0)
-    rho0 = np.where((pp > 0) & (pc > 0), np.minimum(phi[:, 0], phi[:, 1]), 0.0)
-    rho1 = np.where((pn > 0) & (pc > 0), np.minimum(phi[:, 1], phi[:, 2]), 0.0)
+    the step its prefill is scheduled (``len(self.running)``); the requests expected to be
+    prefilling at each snapshot are :func:`_snap_prefilling`'s. At least one stream decodes
+    where tokens came."""
+    k0, k1, rho0, rho1 = _snap_prefilling(p, a)
     d0, d1 = np.maximum(k0 - rho0, 0.0), np.maximum(k1 - rho1, 0.0)
     kbar = np.where(k0 > 0, (d0 + d1) / 2, d1)
     return np.maximum(kbar, 1.0)
 
 
-def _pooled(w: _Windows) -> _Windows:
-    """The same windows under the pooled model: a step with k streams decoding costs b + c·k
-    (+ the KV term), fitted on every interval with no idle inside. On vLLM the streams
-    decoding come from ``Running`` less the requests prefilling at each snapshot, which needs
-    the prompt term: fitted in turn until it settles."""
+def _settle(w: _Windows, pooled: bool) -> _Windows:
+    """A copy of the windows under one model, settled. Pooled: a step with k streams decoding
+    costs b + c·k (+ the KV term), fitted on every interval with no idle inside. On vLLM the
+    reading of the lines needs the prompt term, so the two are fitted in turn until they
+    settle: a prompt's tokens are counted in the interval its prefill completes, so part of its
+    time ran in the interval before (:func:`_prompt_time_before`), and (pooled) the streams
+    decoding are ``Running`` less the requests prefilling at each snapshot."""
     p = copy.deepcopy(w)
-    p.pooled = True
+    p.pooled = pooled
     if p.snaps is None or not len(p.snaps):
         return p
-    p.kbar = _prefilling_out(p, 0.0)
+    P0, ch0 = p.P.copy(), p.charge.copy()
+    if pooled:
+        p.kbar = _prefilling_out(p, 0.0)
+    a_prev = -1.0
     for _ in range(POOLED_ROUNDS):
         q = copy.deepcopy(p)
         beta, _inl = _fit(q)
-        off = q.n_step + q.E
-        a = float(beta[off]) if q.bands else 0.0
-        kbar = _prefilling_out(p, max(a, 0.0))
-        if np.allclose(kbar, p.kbar, atol=1e-3):
+        a = max(float(beta[q.n_step + q.E]), 0.0) if q.bands else 0.0
+        if abs(a - a_prev) <= 1e-3 * max(a, 1e-12):
             break
-        p.kbar = kbar
+        a_prev = a
+        if P0.shape[1]:
+            f = _prompt_time_before(p, a, P0[:, 0])
+            p.P = P0 * (1 - f)[:, None]
+            p.charge = ch0 * (1 - f)[:, None, None]
+            p.P[:-1] += P0[1:] * f[1:, None]
+            p.charge[:-1] += ch0[1:] * f[1:, None, None]
+        if pooled:
+            p.kbar = _prefilling_out(p, a)
     return p
+
+
+def _prompt_time_before(w: _Windows, a: float, P: np.ndarray) -> np.ndarray:
+    """vLLM: per interval, the share of its counted prompt tokens' time that ran in the
+    interval before it (when that interval is the one printed just before). A prefill of d
+    seconds completing at a uniform point of an interval of T seconds began before it by
+    d − uT when positive: on average d²/2T, i.e. a share d/2T for d ≤ T, 1 − T/2d beyond."""
+    d = a * P
+    T = w.T
+    with np.errstate(divide="ignore", invalid="ignore"):
+        f = np.where(d <= T, d / (2 * T), 1 - T / (2 * np.maximum(d, 1e-12)))
+    pc, pp = w.snaps[:, 3], w.snaps[:, 2]
+    prev_ok = np.zeros(len(T), bool)
+    prev_ok[1:] = (pp[1:] >= 0) & np.isclose(w.snaps[:-1, 3], pp[1:]) & (w.snaps[1:, 0] > 0)
+    return np.where(prev_ok & (pc > 0) & np.isfinite(f), np.clip(f, 0.0, 1.0), 0.0)
+
+
+def _pooled(w: _Windows) -> _Windows:
+    """:func:`_settle` under the pooled model."""
+    return _settle(w, True)
 
 
 def _reasons(r: _Run) -> list[str | None]:
@@ -801,13 +838,35 @@ def _loosest(r: _Run) -> str:
     return names[int(np.argmax(spread))] if len(names) == len(spread) else "a term"
 
 
+def _unchecked(free: _Run, rf: list[str | None], pooled: _Run) -> str | None:
+    """Why the pooled line b + c·k may not stand in for a state, or None. Its slope comes
+    from the counts the log holds; a real step time need not be linear in k at small batches,
+    so the line serves only where it meets the step of at least ``MIN_CHECKS`` states that
+    their own intervals identify (within their 95 % intervals, widened by ``MAX_BIAS``)."""
+    own = [j for j, r in enumerate(rf) if r is None]
+    ks = free.w.states
+    if len(own) < MIN_CHECKS:
+        return (f"{ks[0]} decoding: the pooled step time is not checked: {len(own)} state(s) "
+                f"have their own step identified ({MIN_CHECKS} needed to test b + c·k against "
+                "them)")
+    lo, hi, est = free.lo[:, 0], free.hi[:, 0], free.est[:, 0]
+    tol = np.maximum(MAX_BIAS * est, 0.0)
+    miss = [j for j in own if not lo[j] - tol[j] <= pooled.est[j, 0] <= hi[j] + tol[j]]
+    if miss:
+        j = miss[0]
+        return (f"{ks[j]} decoding: the pooled step time does not hold: at {ks[j]} decoding it "
+                f"gives {pooled.est[j, 0]:.3g} t/s per stream where that state's own intervals "
+                f"give {lo[j]:.3g}–{hi[j]:.3g} (± {100 * MAX_BIAS:.0f} %)")
+    return None
+
+
 def _models(logs) -> tuple[_Windows, list[tuple[_Run, str | None, str]]] | None:
     """Per state: the run that gives its figure (the per-state model where its step is
     identified, else the pooled one), its reason when neither does, and the model's name."""
     w = _windows(logs)
     if w is None or not w.states:
         return None
-    free = _run(w)
+    free = _run(_settle(w, False))
     rf = _reasons(free)
     pooled = rp = None
     pick: list[tuple[_Run, str | None, str]] = []
@@ -817,7 +876,7 @@ def _models(logs) -> tuple[_Windows, list[tuple[_Run, str | None, str]]] | None:
             continue
         if pooled is None:
             pooled = _run(_pooled(w))
-            rp = _reasons(pooled)
+            rp = [r or _unchecked(free, rf, pooled) for r in _reasons(pooled)]
         if rp[j] is None:
             pick.append((pooled, None, "pooled"))
         else:
