@@ -41,17 +41,23 @@ Per state, two per-stream figures:
 * **as served**: the stream's tokens ÷ the time it was running, i.e. the state's own steps plus
   the prompts computed meanwhile (SGLang: each ``Prefill batch`` is charged to the state of its
   ``#running-req``; none when it is 0: a prompt alone on an idle server slows no stream; vLLM:
-  the lower of the interval's two ``Running`` counts, since a prompt runs before its request
-  joins the count; none after an idle gap or where the log never shows more than one request
-  running). Each interval's observed seconds are shared out by the fitted terms, so the
-  seconds come from the lines and the fit only splits them.
+  the lower of the interval's two ends, each read as ``Running`` less the requests expected
+  to be prefilling there (:func:`_charge_decoding`); none after an idle gap or where the log
+  never shows more than one request running). Each interval's observed seconds are shared
+  out by the fitted terms, so the seconds come from the lines and the fit only splits them.
 
 ``aggregate`` = k × as served (all tokens decoded in the state ÷ its seconds).
 
-A state is refused (``reason`` says why and which server setting cures it; the figures are
-null) when its step term is not identified: fewer than ``MIN_WINDOWS`` fitted intervals hold
-it, or its interval is wider than ``MAX_REL_WIDTH`` of the figure (its steps move with the
-prompts in the windows that hold it, so the lines cannot tell one from the other).
+Where a state's own step is not identified (fewer than ``MIN_WINDOWS`` fitted intervals hold
+it, or its interval is wider than ``MAX_REL_WIDTH`` of the figure: its steps move with the
+prompts in the windows that hold it), the **pooled** model stands in: one step time across
+states, ``s_k = b + c·k`` (+ the KV term), fitted on every interval without idle, whatever
+its running count did (``model`` = "pooled"; :func:`_settle`). It serves a state only when
+its interval is narrow, at least ``MIN_WINDOWS`` intervals ran mostly that state with less
+than ``QUIET_SHARE`` of their time in prompts, those intervals sit within ``MAX_BIAS`` of the
+line, and the line meets the own step of ``MIN_CHECKS`` states (a real step time need not be
+linear in k). Otherwise the state is refused: ``reason`` gives both models' causes, the term
+named, and the server setting that cures it; the figures are null.
 """
 
 from __future__ import annotations
