@@ -279,13 +279,15 @@ def _window_decode(a, b, names, rng) -> dict | None:
 
         def run(x, ks):   # tokens ÷ stream-seconds over the run's states
             k = np.array(ks, float)
-            return float((x[:, 2] * x[:, 3]).sum() / (k * x[:, 3]).sum())
+            with np.errstate(invalid="ignore", divide="ignore"):
+                return float((x[:, 2] * x[:, 3]).sum() / (k * x[:, 3]).sum())
 
         def est(xa, xb):
             return run(xb, rb[0]) / run(xa, ra[0])
         va, vb = run(ra[1], ra[0]), run(rb[1], rb[0])
     ratio = est(ra[1], rb[1])
-    boots = [est(ra[2][i], rb[2][i]) for i in range(n)]
+    with np.errstate(invalid="ignore", divide="ignore"):   # a resample that could not fit
+        boots = [est(ra[2][i], rb[2][i]) for i in range(n)]
     boots = [x for x in boots if math.isfinite(x)]
     ci = [float(x) for x in np.percentile(boots, [2.5, 97.5])] if boots else None
     return {"a": va, "b": vb, "ratio": ratio, "ci95": ci, "n": units, "strata": common,
@@ -416,7 +418,8 @@ def _window_aggregate(a, b, names) -> dict | None:
     ia, ib = ra[0].index(k), rb[0].index(k)
     va, vb = float(ra[1][ia, 2]), float(rb[1][ib, 2])
     n = min(len(ra[2]), len(rb[2]))
-    boots = [rb[2][i][ib, 2] / ra[2][i][ia, 2] for i in range(n)]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        boots = [rb[2][i][ib, 2] / ra[2][i][ia, 2] for i in range(n)]
     boots = [x for x in boots if math.isfinite(x) and x > 0]
     ci = [float(x) for x in np.percentile(boots, [2.5, 97.5])] if boots else None
     wa = int(fa.filter(pl.col("decoding") == k)["windows"][0])

@@ -1059,6 +1059,8 @@ def window_throughput(logs) -> dict | None:
         pb = table(logs, "prefill_batch")
         ts = [with_time(x)[0]["ts"] for x in (db, pb) if x is not None]
         t = pl.concat(ts)
+        if t.max() is None:   # lines without a clock: no span to divide by
+            return None
         span = (t.max() - t.min()).total_seconds()
     return {"tokens": tok, "seconds": span, "tps": tok / span if span > 0 else None}
 
