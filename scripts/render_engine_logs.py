@@ -22,11 +22,21 @@ timestamps):
   that printed no acceptance take the run's pooled figures).
 
 vLLM (V1, 0.10.x layout): every ``STATS_INTERVAL`` (10 s) a stats line: ``Avg prompt`` and
-``Avg generation throughput`` = the tokens computed in the interval ÷ the interval,
+``Avg generation throughput`` = the tokens counted in the interval ÷ the interval (a prompt's
+whole length in the interval its prefill completes, ``vllm/v1/metrics/stats.py``
+``IterationStats.update_from_output``),
 ``Running`` = requests scheduled at that moment (prefilling or decoding); with drafts a
 ``SpecDecoding metrics`` line (0.10.2+ layout) after each stats line: the interval's accepted
 and drafted tokens, its drafts (request-steps), ``Mean acceptance length`` = 1 + accepted ÷
 drafts, per-position rates filled from the first position on.
+
+Prompts beside decode: SGLang's default scheduler runs a prefill batch as its own forward
+pass before the decode batch (decode waits for it); vLLM's chunked prefill mixes its chunks
+into the steps, the same at window scale. llama-server instead batched the prompt with the
+streams' steps, which crawled meanwhile. So over a stretch of prompts beside decode the real
+run's time is kept and split: the streams decode at their rate just before the stretch (else
+just after it: their decode alone), the prompts take the rest of the stretch, and at least
+their tokens at the run's own prefill speed on an idle server (a prompt is never free).
 
 The truth (``<name>.truth.json``, the same beside both logs): per state (streams decoding, 1
 if a prompt is being prefilled) the time-weighted median per-stream decode rate over the
@@ -109,65 +119,151 @@ def render(src: str, name: str, vllm_interval: float = STATS_INTERVAL,
         return sum(1 for s in streams if s[0] <= t < s[1])
 
     # a prompt computed while streams decode runs as its own forward passes (SGLang's default
-    # scheduler: a prefill batch goes before the decode batch; vLLM's chunked prefill folds it
-    # into the steps): its compute time is added to the clock there and decode waits for it
-    inserted = [(a, b - a, live_at(a)) for a, b, *_ in prompts if live_at(a) > 0]
-    ins_at = np.array([x[0] for x in inserted])
-    ins_cum = np.concatenate([[0.0], np.cumsum([x[1] for x in inserted])])
+    # scheduler: a prefill batch goes before the decode batch, decode waits for it; vLLM's
+    # chunked prefill folds it into the steps, the same at window scale). The real run's time
+    # is kept: over a stretch [A, B) of prompts beside decode, llama-server batched the prompt
+    # with the streams' steps, which crawled. Rendered, the streams decode at their rate just
+    # before the stretch (their decode alone) and the prompt takes the rest of the stretch;
+    # at least the time the run's prompts on an idle server took per token (the run's own
+    # prefill speed), so a prompt is never free.
+    def rates_at(t: float, live) -> list[float]:
+        out = []
+        for _d0, _d1, tt, nn, *_x in live:
+            i = min(max(int(np.searchsorted(tt, t, "right")) - 1, 0), len(tt) - 2)
+            out.append((nn[i + 1] - nn[i]) / (tt[i + 1] - tt[i]))
+        return out
 
-    def wall(t: float, strict: bool = True) -> float:
-        """The rendered clock at real time t (every insertion before t added)."""
-        return t + float(ins_cum[int(np.searchsorted(ins_at, t, "left" if strict else "right"))])
+    def overlaps(a: float, b: float) -> bool:
+        return any(s[0] < b and a < s[1] for s in streams)
 
-    lines: list[tuple[float, int, str]] = []
-    steps = []  # (k, j, dt, per-stream rate, t, tokens, accepted, drafted, wall end)
+    beside = sorted((a, b, p) for a, b, p, *_ in prompts if overlaps(a, b))
+    groups: list[list] = []   # [A, B, [(a, b, tokens)]]: stretches of prompts beside decode
+    for a, b, p in beside:
+        if groups and a < groups[-1][1]:
+            groups[-1][1] = max(groups[-1][1], b)
+            groups[-1][2].append((a, b, p))
+        else:
+            groups.append([a, b, [(a, b, p)]])
+    alone = [(p, b - a) for a, b, p, *_ in prompts if not overlaps(a, b) and b > a]
+    alone_tps = (sum(x[0] for x in alone) / sum(x[1] for x in alone)) if alone else None
+    g_at = np.array([g[0] for g in groups])
+
+    def group_of(t: float) -> int:
+        i = int(np.searchsorted(g_at, t, "right")) - 1
+        return i if i >= 0 and t < groups[i][1] else -1
+
+    def alone_rate(s, A: float, B: float, real: float, h: float = 2.0) -> float:
+        """A stream's decode alone around a stretch: its mean rate over the h seconds before
+        it, else the h seconds after it (read off its n_gen curve), else (it lives only
+        inside) its real rate."""
+        tt, nn = s[2], s[3]
+        for lo, hi in ((max(A - h, s[0]), A), (B, min(B + h, s[1]))):
+            if hi - lo > 0.1 and lo >= s[0] and hi <= s[1]:
+                return float(np.interp(hi, tt, nn) - np.interp(lo, tt, nn)) / (hi - lo)
+        return real
+
+    # pass 1: the steps on the real clock, each with its rendered (decode-alone) duration
+    raw = []  # (k, j, dt_real, dt, rate, t0, tok, acc, dr, group)
     t = min(s[0] for s in streams)
     end = max(s[1] for s in streams)
-    n_steps, w_last = 0, wall(t)
-    since = np.zeros(4)   # tokens, request-steps, accepted, drafted since the last line
     while t < end:
         live = [s for s in streams if s[0] <= t < s[1]]
         if not live:
             t = min((s[0] for s in streams if s[0] > t), default=end)
             continue
-        rates = []
-        for _d0, _d1, tt, nn, _ml, _dps, _c in live:
-            i = min(max(int(np.searchsorted(tt, t, "right")) - 1, 0), len(tt) - 2)
-            rates.append((nn[i + 1] - nn[i]) / (tt[i + 1] - tt[i]))
+        rates = rates_at(t, live)
         if min(rates) <= 0:
             t += 0.01
             continue
         # one forward step: each stream emits its tokens per step, and the batch as a whole
         # decodes at the streams' summed rate (per stream: their mean rate)
         tok = sum(s[4] for s in live)
-        dt = tok / float(np.sum(rates))
+        dt_real = tok / float(np.sum(rates))
+        gi = group_of(t)
+        dt = dt_real
+        if gi >= 0:
+            A, B = groups[gi][0], groups[gi][1]
+            pre = [alone_rate(s, A, B, r) for s, r in zip(live, rates, strict=True)]
+            if min(pre) > 0:
+                dt = min(dt_real, tok / float(np.sum(pre)))
         acc, dr = sum(s[4] - 1 for s in live), sum(s[5] for s in live)
-        t += dt
-        w = wall(t)
-        steps.append((len(live), int(any(a <= t - dt < b for a, b, *_ in prompts)), dt,
-                      float(np.mean(rates)), t - dt, tok, acc, dr, w))
-        n_steps += 1
-        since += (tok, len(live), acc, dr)
+        raw.append((len(live), int(any(a <= t < b for a, b, *_ in prompts)), dt_real, dt,
+                    float(np.mean(rates)) * dt_real / dt, t, tok, acc, dr, gi))
+        t += dt_real
+    # each stretch's prompt time: the real stretch less its rendered steps, shared among its
+    # prompts by their real duration
+    share: dict[tuple, float] = {}
+    for gi, (A, B, ps) in enumerate(groups):
+        used = sum(x[3] for x in raw if x[9] == gi)
+        floor = sum(p for _a, _b, p in ps) / alone_tps if alone_tps else 0.0
+        D = max(B - A - used, floor)
+        tot = sum(b - a for a, b, _p in ps)
+        for a, b, _p in ps:
+            share[(a, b)] = D * (b - a) / tot
+    # pass 2: the rendered clock: idle gaps as they were, steps at their rendered duration, a
+    # stretch's prompts before the first step that starts inside it
+    steps = []  # (k, j, dt, per-stream rate, t, tokens, accepted, drafted, wall end, real)
+    p_wall: dict[tuple, float] = {}
+    w, acct, g_done = None, None, set()   # acct: real time accounted on the rendered clock
+    for k, jj, dt_real, dt, r, t0, tok, acc, dr, gi in raw:
+        w, acct = (t0, t0) if w is None else (w, acct)
+        if gi >= 0 and gi not in g_done:
+            g_done.add(gi)
+            A, B = groups[gi][0], groups[gi][1]
+            w += max(A - acct, 0.0)
+            for a, b, _p in sorted(groups[gi][2]):
+                p_wall[(a, b)] = w
+                w += share[(a, b)]
+            acct = max(acct, B)   # the stretch: its prompts' share and its steps below
+        elif gi < 0:
+            w += max(t0 - acct, 0.0)
+        w += dt
+        acct = max(acct, t0 + dt_real)
+        steps.append((k, jj, dt, r, t0, tok, acc, dr, w, t0 + dt_real))
+    s_acct = np.array([x[9] for x in steps])
+    s_real = np.maximum.accumulate(s_acct)
+    s_wall = np.array([x[8] for x in steps])
+
+    def wall(t: float, strict: bool = True) -> float:
+        """The rendered clock at real time t outside the steps (idle passes as it did)."""
+        i = int(np.searchsorted(s_real, t, "right")) - 1
+        return t if i < 0 else float(s_wall[i] + max(t - s_real[i], 0.0))
+
+    def prompt_span(a: float, b: float) -> tuple[float, float]:
+        """A prompt's start and duration on the rendered clock."""
+        if (a, b) in p_wall:
+            return p_wall[(a, b)], share[(a, b)]
+        return wall(a), b - a
+    inserted = [(a, share[(a, b)], live_at(a)) for a, b, *_ in prompts
+                if (a, b) in share and live_at(a) > 0]
+
+    lines: list[tuple[float, int, str]] = []
+    w_last = steps[0][8] - steps[0][2]
+    since = np.zeros(4)   # tokens, request-steps, accepted, drafted since the last line
+    for n_steps, (k, _j, _dt, _r, _t0, tok, acc, dr, w, t_end) in enumerate(steps, 1):
+        since += (tok, k, acc, dr)
         if n_steps % LOG_INTERVAL == 0:
             thr = since[0] / (w - w_last)
             sd = (f"accept len: {since[0] / since[1]:.2f}, accept rate: "
                   f"{since[2] / since[3]:.2f}, " if spec else "")
-            queue = sum(1 for a in arrivals if a <= t) - sum(1 for x in prompts if x[0] <= t)
-            kv = kv_at(t)
-            lines.append((w, 1, f"Decode batch, #running-req: {len(live)}, #token: "
+            queue = sum(1 for a in arrivals if a <= t_end) - sum(1 for x in prompts
+                                                               if x[0] <= t_end)
+            kv = kv_at(t_end)
+            lines.append((w, 1, f"Decode batch, #running-req: {k}, #token: "
                                 f"{int(kv)}, token usage: {kv / cap:.2f}, {sd}cuda graph: True, "
                                 f"gen throughput (token/s): {thr:.2f}, #queue-req: "
                                 f"{max(queue, 0)}, "))
             since[:], w_last = 0, w
     chunks = []
     for i, (a, b, p, c, _arr) in enumerate(prompts):
-        done, w0 = 0, wall(a)
+        done = 0
+        w0, dur = prompt_span(a, b)
         while done < p:
             n = min(CHUNK, p - done)
-            t0 = a + (b - a) * done / p
-            t1 = a + (b - a) * (done + n) / p
+            t0 = dur * done / p
+            t1 = dur * (done + n) / p
             running = live_at(a)
-            lines.append((w0 + t1 - a, 0, f"Prefill batch, #new-seq: 1, #new-token: {n}, "
+            lines.append((w0 + t1, 0, f"Prefill batch, #new-seq: 1, #new-token: {n}, "
                                           f"#cached-token: {c + done}, token usage: 0.05, "
                                           f"#running-req: {running}, #queue-req: 0, "))
             chunks.append({"prompt": i, "start": c + done, "depth": c + done + n / 2,
@@ -186,7 +282,8 @@ def render(src: str, name: str, vllm_interval: float = STATS_INTERVAL,
     if "sglang" in engines:
         Path(out + ".log").write_text("\n".join(text) + "\n")
     vout = str(ROOT / "fixtures" / "vllm" / "rendered" / name)
-    windowed = [(wall(a), wall(a) + b - a, p) for a, b, p, _c, _x in prompts]
+    windowed = [(x0, x0 + d, p) for (x0, d), (_a, _b, p, _c, _x)
+                in zip((prompt_span(a, b) for a, b, *_ in prompts), prompts, strict=True)]
     if "vllm" in engines:
         Path(vout + ".log").write_text(
             "\n".join(_vllm(steps, windowed, streams, k_spec, wall, arrivals, prompts,
@@ -245,13 +342,15 @@ def _vllm(steps, prompts, streams, k_spec: int, wall, arrivals, real_prompts,
         inside = [x for x, w in zip(steps, sw, strict=True) if t <= w < t1]
         gen = sum(x[5] for x in inside)
         pro = 0.0
-        for a, b, p in prompts:   # prompt tokens computed in [t, t1), evenly over [a, b)
-            lo, hi = max(a, t), min(b, t1)
-            if hi > lo:
-                pro += p * (hi - lo) / (b - a)
+        # a prompt's tokens count in the interval its prefill completes: V1's
+        # IterationStats.update_from_output adds prompt_len when a request still prefilling
+        # gets its first output, and EngineCore sends none for a partial prefill
+        for _a, b, p in prompts:
+            if t <= b < t1:
+                pro += p
         i = int(np.searchsorted(sw, t1, "right")) - 1
         # the real time at the end of the last step before t1
-        real = steps[i][4] + steps[i][2] if i >= 0 else 0.0
+        real = steps[i][9] if i >= 0 else 0.0
         decoding = sum(1 for s in streams if s[0] <= real < s[1]) if i >= 0 else 0
         prefilling = sum(1 for a, b, _p in prompts if a <= t1 < b)
         waiting = (sum(1 for a in arrivals if a <= real)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import math
 
+import numpy as np
 import polars as pl
 import pytest
 
@@ -19,17 +20,14 @@ from tests.conftest import FIXTURES
 
 SG = FIXTURES / "sglang" / "rendered"
 VL = FIXTURES / "vllm" / "rendered"
+VLLM_ENV = "VLLM_LOG_STATS_INTERVAL"
 VLLM_1S = ["sweep-np1-interval1", "sweep-np2-interval1", "sweep-np4-interval1"]
 AGENT = ["sweep-np1", "sweep-np2", "sweep-np4", "spec-c256k-np2", "q8kv-c256k-np2"]
-# measured misses (bench/RESULTS.md, "SGLang and vLLM under agent load"): the 256k-context
-# runs' one-stream state decodes from 1k to 200k tokens deep in turn, and one free step per
-# state is the mean of those; at 2 slots a prompt starts as a slot frees, so the one-stream
-# state carries most prompt time and its as-served figure the prompt term's error; a served
-# entry also exempts the state's aggregate from 5 % (measured: q8kv +9.4 % and +5.6 %,
-# sweep-np2 at one stream -8.3 %)
-TOL = {("spec-c256k-np2", 1, "clean"): 0.25, ("spec-c256k-np2", 1, "served"): 0.15,
-       ("q8kv-c256k-np2", 1, "served"): 0.10, ("q8kv-c256k-np2", 2, "served"): 0.10,
-       ("sweep-np2", 1, "served"): 0.10}
+# measured misses (bench/RESULTS.md, "SGLang and vLLM under agent load"): at 2 slots with
+# whole-second stamps a prompt starts as a slot frees, so the one-stream state's aggregate (k ×
+# as served) carries the prompt term's error (measured -7.1 %; with SGLANG_LOG_MS=1 -3.8 %);
+# q8kv's two-stream state decodes 10 s at 87 t/s in 3 intervals (measured +5.6 %)
+AGG_TOL = {("sweep-np2", 1): 0.10, ("q8kv-c256k-np2", 2): 0.10}
 
 
 def _truth(path):
@@ -49,11 +47,10 @@ def test_sglang_per_stream_decode_per_state_clean_and_served(name):
         r = fit[int(k)]
         assert r["reason"] is None, r["reason"]
         for what in ("clean", "served"):
-            tol = TOL.get((name.removesuffix("-ms"), int(k), what), 0.10)
-            assert r[f"{what}_per_stream"] == pytest.approx(t[f"{what}_per_stream"], rel=tol)
+            assert r[f"{what}_per_stream"] == pytest.approx(t[f"{what}_per_stream"], rel=0.10)
             assert r[f"{what}_lo"] <= r[f"{what}_per_stream"] <= r[f"{what}_hi"]
-        if (name.removesuffix("-ms"), int(k), "served") not in TOL:
-            assert r["aggregate"] == pytest.approx(t["aggregate"], rel=0.05)
+        tol = AGG_TOL.get((name.removesuffix("-ms"), int(k)), 0.05)
+        assert r["aggregate"] == pytest.approx(t["aggregate"], rel=tol)
         checked += 1
     assert checked >= 1
 
@@ -112,11 +109,55 @@ def test_vllm_at_a_one_second_stats_interval_clean_within_10pct(name):
         assert r["clean_per_stream"] == pytest.approx(t["clean_per_stream"], rel=0.10)
 
 
-def test_vllm_long_run_two_streams_clean_within_10pct():
+@pytest.mark.parametrize("name", ["spec-c256k-np2"] + VLLM_1S)
+def test_vllm_every_figure_given_is_within_10pct_clean_and_served(name):
+    """Every state vLLM's lines give a figure for (at 10 s on the 300 s draft run, at 1 s on the
+    sweep) is within 10 % of the truth clean and as served; the draft run answers both its
+    states (measured: clean -1.0 % / +0.8 %, as served -5.9 % / -5.3 %)."""
+    log = VL / f"{name}.log"
+    truth = _truth(log)["states"]
+    fit = state_fit(logscope.read(str(log)))
+    given = 0
+    for r in fit.filter(pl.col("reason").is_null()).iter_rows(named=True):
+        t = truth.get(str(r["decoding"]))
+        if t is None or t["decode_seconds"] < 5:
+            continue
+        for what in ("clean", "served"):
+            assert r[f"{what}_per_stream"] == pytest.approx(t[f"{what}_per_stream"], rel=0.10)
+        given += 1
+    assert given >= (2 if name == "spec-c256k-np2" else 1)
+
+
+def test_vllm_prefilling_requests_are_read_out_of_running():
+    """The 256k draft run's 86k-token prompts are still prefilling at several stats lines,
+    where ``Running`` counts them: read as streams they put prompt time on the two-stream
+    state (as served -11 % before); read out, as served is within 10 % on both states."""
     log = VL / "spec-c256k-np2.log"
-    r = state_fit(logscope.read(str(log))).filter(pl.col("decoding") == 2).row(0, named=True)
-    assert r["clean_per_stream"] == pytest.approx(
-        _truth(log)["states"]["2"]["clean_per_stream"], rel=0.10)
+    truth = _truth(log)["states"]
+    fit = {r["decoding"]: r for r in state_fit(logscope.read(str(log))).iter_rows(named=True)}
+    for k in (1, 2):
+        assert fit[k]["served_per_stream"] == pytest.approx(
+            truth[str(k)]["served_per_stream"], rel=0.10)
+
+
+def test_pooled_line_is_not_used_where_no_two_states_check_it():
+    """At 1 s the 2-slot sweep identifies its two-stream step only; the pooled line b + c·k
+    would put the one-stream state at +57 % (the real step is 5.6 ms alone, 5.1 ms at two):
+    it is refused, saying the line is not checked, instead of given."""
+    fit = state_fit(logscope.read(str(VL / "sweep-np2-interval1.log")))
+    one = fit.filter(pl.col("decoding") == 1).row(0, named=True)
+    assert one["clean_per_stream"] is None
+    assert "pooled" in one["reason"] and "not checked" in one["reason"]
+    assert one["reason"].count(f"{VLLM_ENV}=1") == 1
+    assert set(fit["model"].to_list()) <= {"per state", "pooled"}
+
+
+def test_vllm_refusal_at_ten_seconds_names_both_models_and_the_cure_once():
+    fit = state_fit(logscope.read(str(VL / "sweep-np4.log")))
+    for r in fit.iter_rows(named=True):
+        assert r["reason"] and "not identified" in r["reason"]
+        assert "pooled across states" in r["reason"]
+        assert r["reason"].count(f"{VLLM_ENV}=1") == 1
 
 
 @pytest.mark.parametrize("log", [SG / "spec-c256k-np2.log", VL / "spec-c256k-np2.log"],
@@ -130,18 +171,9 @@ PAIRS = [("q8kv-c256k-np2", "spec-c256k-np2"), ("sweep-np1", "sweep-np4"),
          ("sweep-np1", "sweep-np2")]
 
 
-MISSES = {("sglang", PAIRS[0]): "the draft run's one-stream state is fitted +20 % (deep decode "
-          "after prompts on an idle server is not fitted): ratio 0.96, CI 0.90-1.00, truth 0.885",
-          ("vllm", PAIRS[0]): "no state identified at 10 s on the no-draft run; as served from "
-          "the lines, its Running counts 86k-token prompts still prefilling as streams: ratio "
-          "1.18, CI 0.81-1.92, truth 0.778"}
-
-
 @pytest.mark.parametrize("engine", ["sglang", "vllm"])
 @pytest.mark.parametrize("pair", PAIRS, ids=lambda p: f"{p[0]}-vs-{p[1]}")
-def test_compare_decode_interval_holds_the_truths_ratio(engine, pair, request):
-    if (engine, pair) in MISSES:
-        request.applymarker(pytest.mark.xfail(reason=MISSES[(engine, pair)], strict=True))
+def test_compare_decode_interval_holds_the_truths_ratio(engine, pair):
     root = FIXTURES / engine / "rendered"
     a, b = (root / f"{n}.log" for n in pair)
     v = verdict(logscope.read(str(a)), logscope.read(str(b)), pair)
@@ -176,3 +208,45 @@ def test_no_window_lines_no_rows():
     log = next((FIXTURES / "llama-server").glob("*.log"))
     assert state_fit(logscope.read(str(log))).height == 0
     assert window_throughput(logscope.read(str(log))) is None
+
+
+def _synthetic_vllm(path, b=0.006, c=0.0005, a=1 / 20000):
+    """vLLM stats lines every 10 s from a server whose step takes b + c·k with k streams:
+    long stretches at 1 and at 4 streams (their own steps identified) joined by intervals
+    whose running count moves 1 → 2 → 3 → 4 (half the interval at each end's count), a
+    small prompt in every interval."""
+    seq = [1] * 8 + [2, 3] + [4] * 8 + [3, 2] + [1] * 6 + [2, 3, 4] + [4] * 4 + [3, 2, 1]
+    lines, prev = [], seq[0]
+    rng = np.random.default_rng(1)
+    for i, k in enumerate(seq):
+        P = float(rng.uniform(300, 900))
+        busy = 10.0 - a * P
+        gen = 0.0
+        for kk, share in ((prev, 0.5), (k, 0.5)):
+            gen += kk * busy * share / (b + c * kk)
+        m, s = divmod(10 * (i + 1), 60)
+        lines.append(
+            f"INFO 11-20 09:{m:02d}:{s:02d} [loggers.py:123] Engine 000: Avg prompt throughput: "
+            f"{P / 10:.1f} tokens/s, Avg generation throughput: {gen / 10:.1f} tokens/s, "
+            f"Running: {k} reqs, Waiting: 0 reqs, GPU KV cache usage: 30.0%, "
+            "Prefix cache hit rate: 0.0%")
+        prev = k
+    path.write_text("\n".join(lines) + "\n")
+    return {k: 1 / (b + c * k) for k in (1, 2, 3, 4)}
+
+
+def test_pooled_line_answers_the_states_seen_only_in_passing(tmp_path):
+    """Where the step time is linear in k, the states 2 and 3 (only ever in intervals whose
+    running count moved) get the pooled figure, within 5 %, and say so; 1 and 4 keep their
+    own step."""
+    truth = _synthetic_vllm(tmp_path / "vllm.log")
+    fit = {r["decoding"]: r for r in state_fit(logscope.read(str(tmp_path / "vllm.log")))
+           .iter_rows(named=True)}
+    assert fit[1]["model"] == fit[4]["model"] == "per state"
+    for k in (2, 3):
+        assert fit[k]["reason"] is None, fit[k]["reason"]
+        assert fit[k]["model"] == "pooled"
+        assert fit[k]["clean_per_stream"] == pytest.approx(truth[k], rel=0.05)
+        assert fit[k]["clean_lo"] <= fit[k]["clean_per_stream"] <= fit[k]["clean_hi"]
+    for k in (1, 4):
+        assert fit[k]["clean_per_stream"] == pytest.approx(truth[k], rel=0.05)

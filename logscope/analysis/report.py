@@ -542,7 +542,10 @@ def _window_fit_lines(rows: list[dict]) -> list[str]:
         if r["reason"]:
             out.append(f"- decode per stream: no figure at {r['reason']}")
             continue
-        out.append(f"- decode per stream at {k} decoding (window fit, {r['windows']} intervals):"
+        model = ("one step time per state" if r.get("model", "per state") == "per state"
+                 else "pooled step time b + c·k across states")
+        out.append(f"- decode per stream at {k} decoding (window fit, {model}, "
+                   f"{r['windows']} intervals):"
                    f" clean {_fmt(r['clean_per_stream'])} t/s ({_fmt(r['clean_lo'])}–"
                    f"{_fmt(r['clean_hi'])}), as served {_fmt(r['served_per_stream'])} t/s "
                    f"({_fmt(r['served_lo'])}–{_fmt(r['served_hi'])}), aggregate "

@@ -279,13 +279,15 @@ def _window_decode(a, b, names, rng) -> dict | None:
 
         def run(x, ks):   # tokens ÷ stream-seconds over the run's states
             k = np.array(ks, float)
-            return float((x[:, 2] * x[:, 3]).sum() / (k * x[:, 3]).sum())
+            with np.errstate(invalid="ignore", divide="ignore"):
+                return float((x[:, 2] * x[:, 3]).sum() / (k * x[:, 3]).sum())
 
         def est(xa, xb):
             return run(xb, rb[0]) / run(xa, ra[0])
         va, vb = run(ra[1], ra[0]), run(rb[1], rb[0])
     ratio = est(ra[1], rb[1])
-    boots = [est(ra[2][i], rb[2][i]) for i in range(n)]
+    with np.errstate(invalid="ignore", divide="ignore"):   # a resample that could not fit
+        boots = [est(ra[2][i], rb[2][i]) for i in range(n)]
     boots = [x for x in boots if math.isfinite(x)]
     ci = [float(x) for x in np.percentile(boots, [2.5, 97.5])] if boots else None
     return {"a": va, "b": vb, "ratio": ratio, "ci95": ci, "n": units, "strata": common,
@@ -369,12 +371,17 @@ def _decode_aggregate(a, b, names, rng) -> dict:
         return s.with_columns(pl.when(pl.col("unit") == "request")
                               .then(pl.col("seconds") / pl.col("decoding"))
                               .otherwise(pl.col("seconds")).alias("_state_s"))
+    fitted = _window_aggregate(a, b, names)
+    if fitted is not None and fitted.get("ratio") is not None:
+        return fitted
     sa, sb = units(a), units(b)
     common = set(sa["decoding"].to_list()) & set(sb["decoding"].to_list())
     common.discard(1)
     if not common:
-        return _row("decode_aggregate", None, names, what,
-                    "no state with 2 or more streams decoding on both sides")
+        why = "no state with 2 or more streams decoding on both sides"
+        if fitted is not None:   # window logs: the fit's reason and the cure
+            why = fitted["why"]
+        return _row("decode_aggregate", None, names, what, why)
     k = max(common)
     ga, gb = sa.filter(pl.col("decoding") == k), sb.filter(pl.col("decoding") == k)
     r = _pooled_ratio((ga["tokens"].to_numpy(), ga["_state_s"].to_numpy()),
@@ -382,6 +389,46 @@ def _decode_aggregate(a, b, names, rng) -> dict:
     r["k"] = k
     row = _row("decode_aggregate", r, names, f"decode rate while {k} streams decode")
     row["states"] = [f"{k} decoding"]
+    return row
+
+
+def _window_aggregate(a, b, names) -> dict | None:
+    """SGLang/vLLM: the aggregate (all tokens decoded in a state ÷ its seconds, prompts of
+    others included) of the busiest state of 2 or more streams that the window fit gives on
+    both sides, its interval from pairing the two sides' window resamples; None for other
+    logs, or ``{"why": …}`` naming the fit's reason and the server setting that cures it."""
+    from logscope.analysis.window_fit import state_fit, state_fit_replicates
+    fa, fb = state_fit(a), state_fit(b)
+    if fa.height == 0 or fb.height == 0:
+        return None
+    ok_a = {r["decoding"] for r in fa.iter_rows(named=True) if not r["reason"]}
+    ok_b = {r["decoding"] for r in fb.iter_rows(named=True) if not r["reason"]}
+    common = sorted(k for k in ok_a & ok_b if k >= 2)
+    if not common:
+        both = {int(k) for k in fa["decoding"]} & {int(k) for k in fb["decoding"]}
+        both.discard(1)
+        if not both:
+            return {"why": "no state with 2 or more streams decoding on both sides"}
+        k = max(both)
+        rs = [r for f in (fa, fb) for r in f.filter(pl.col("decoding") == k)["reason"] if r]
+        return {"why": f"{k} decoding is not identified on "
+                + ("both sides" if len(rs) == 2 else "one side") + ": " + rs[0].split(": ", 1)[1]}
+    k = common[-1]
+    ra, rb = state_fit_replicates(a), state_fit_replicates(b)
+    ia, ib = ra[0].index(k), rb[0].index(k)
+    va, vb = float(ra[1][ia, 2]), float(rb[1][ib, 2])
+    n = min(len(ra[2]), len(rb[2]))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        boots = [rb[2][i][ib, 2] / ra[2][i][ia, 2] for i in range(n)]
+    boots = [x for x in boots if math.isfinite(x) and x > 0]
+    ci = [float(x) for x in np.percentile(boots, [2.5, 97.5])] if boots else None
+    wa = int(fa.filter(pl.col("decoding") == k)["windows"][0])
+    wb = int(fb.filter(pl.col("decoding") == k)["windows"][0])
+    r = {"a": va, "b": vb, "ratio": vb / va, "ci95": ci, "n": [wa, wb], "k": k,
+         "matched": "; window fit, as served × k"}
+    row = _row("decode_aggregate", r, names, f"decode rate while {k} streams decode")
+    row["states"] = [f"{k} decoding"]
+    row["units"] = "window fit"
     return row
 
 

@@ -41,21 +41,28 @@ Per state, two per-stream figures:
 * **as served**: the stream's tokens ÷ the time it was running, i.e. the state's own steps plus
   the prompts computed meanwhile (SGLang: each ``Prefill batch`` is charged to the state of its
   ``#running-req``; none when it is 0: a prompt alone on an idle server slows no stream; vLLM:
-  the lower of the interval's two ``Running`` counts, since a prompt runs before its request
-  joins the count; none after an idle gap or where the log never shows more than one request
-  running). Each interval's observed seconds are shared out by the fitted terms, so the
-  seconds come from the lines and the fit only splits them.
+  the lower of the interval's two ends, each read as ``Running`` less the requests expected
+  to be prefilling there (:func:`_charge_decoding`); none after an idle gap or where the log
+  never shows more than one request running). Each interval's observed seconds are shared
+  out by the fitted terms, so the seconds come from the lines and the fit only splits them.
 
 ``aggregate`` = k × as served (all tokens decoded in the state ÷ its seconds).
 
-A state is refused (``reason`` says why and which server setting cures it; the figures are
-null) when its step term is not identified: fewer than ``MIN_WINDOWS`` fitted intervals hold
-it, or its interval is wider than ``MAX_REL_WIDTH`` of the figure (its steps move with the
-prompts in the windows that hold it, so the lines cannot tell one from the other).
+Where a state's own step is not identified (fewer than ``MIN_WINDOWS`` fitted intervals hold
+it, or its interval is wider than ``MAX_REL_WIDTH`` of the figure: its steps move with the
+prompts in the windows that hold it), the **pooled** model stands in: one step time across
+states, ``s_k = b + c·k`` (+ the KV term), fitted on every interval without idle, whatever
+its running count did (``model`` = "pooled"; :func:`_settle`). It serves a state only when
+its interval is narrow, at least ``MIN_WINDOWS`` intervals ran mostly that state with less
+than ``QUIET_SHARE`` of their time in prompts, those intervals sit within ``MAX_BIAS`` of the
+line, and the line meets the own step of ``MIN_CHECKS`` states (a real step time need not be
+linear in k). Otherwise the state is refused: ``reason`` gives both models' causes, the term
+named, and the server setting that cures it; the figures are null.
 """
 
 from __future__ import annotations
 
+import copy
 import math
 import warnings
 from dataclasses import dataclass, field
@@ -75,6 +82,10 @@ SEED = 20261206
 BAND_FROM = 1024         # the first depth band ends here; then octaves
 MIN_BAND_WINDOWS = 3     # a depth band held by fewer intervals joins the band below
 VLLM_INTERVAL_ENV = "VLLM_LOG_STATS_INTERVAL"
+MIN_CHECKS = 2           # pooled: states with their own step the line must meet
+MAX_BIAS = 0.05          # pooled: a state's intervals may sit this far from the fit
+QUIET_SHARE = 0.1        # pooled: a state's step must be seen in intervals this free of prompts
+POOLED_ROUNDS = 5        # refits of the prompt term and the streams decoding (vLLM)
 
 STATE_FIT_SCHEMA = {
     "label": pl.String, "engine": pl.String, "decoding": pl.Int16, "windows": pl.Int64,
@@ -83,7 +94,7 @@ STATE_FIT_SCHEMA = {
     "clean_per_stream": pl.Float64, "clean_lo": pl.Float64, "clean_hi": pl.Float64,
     "served_per_stream": pl.Float64, "served_lo": pl.Float64, "served_hi": pl.Float64,
     "aggregate": pl.Float64, "aggregate_lo": pl.Float64, "aggregate_hi": pl.Float64,
-    "reason": pl.String}
+    "model": pl.String, "reason": pl.String}
 PREFILL_FIT_SCHEMA = {"label": pl.String, "depth_lo": pl.Int64, "depth_hi": pl.Int64,
                       "depth": pl.Float64, "tokens": pl.Float64, "windows": pl.Int64,
                       "tps": pl.Float64, "tps_lo": pl.Float64, "tps_hi": pl.Float64,
@@ -117,6 +128,11 @@ class _Windows:
     busy: np.ndarray = None        # (n,) share of the seconds the server was busy (vLLM edges)
     edge: np.ndarray = None        # (n,) next to an idle stretch (vLLM): idle inside, not fitted
     notes: list[str] = field(default_factory=list)
+    pooled: bool = False           # one step time across states: b + c·k (else one per state)
+    kbar: np.ndarray = None        # (n,) vLLM: streams decoding over the interval, prefilling
+                                   # requests taken out of `Running` (pooled model only)
+    snaps: np.ndarray = None       # (n, 5) vLLM: Running at start, at end; prompt tokens of
+                                   # the interval before, this one, the one after
 
     def __post_init__(self) -> None:
         if self.busy is None:
@@ -126,8 +142,12 @@ class _Windows:
 
     @property
     def fit(self) -> np.ndarray:
-        """Intervals that run one state throughout: those the terms are fitted on (an
-        interval whose running count changed says nothing of how its steps split)."""
+        """Intervals the terms are fitted on. Per state: those that run one state throughout
+        (an interval whose running count changed says nothing of how its steps split between
+        two free step times). Pooled: every interval with no idle inside, since its steps and
+        request-steps fix the step terms b and c whatever the split."""
+        if self.pooled:
+            return ~self.lone & ~self.edge
         return ((self.k0 == self.k1) | self.split) & ~self.lone & ~self.edge
 
     @property
@@ -141,8 +161,34 @@ class _Windows:
         (scheduling, launch) beside its tokens."""
         return int(self.Nb.sum() > 0)
 
+    @property
+    def n_step(self) -> int:
+        """Step columns of the design: one per state, or 2 pooled (b and c)."""
+        return 2 if self.pooled else len(self.states)
+
+    def step_columns(self) -> np.ndarray:
+        """Per state: steps per state. Pooled: the interval's steps (× b) and request-steps
+        (× c), a step with k streams costing b + c·k; on vLLM the steps are its request-steps
+        ÷ the streams decoding (prefilling requests out of ``Running``)."""
+        if not self.pooled:
+            return self.S
+        ks = np.array(self.states, float)
+        rs = self.S @ ks
+        steps = self.S.sum(1)
+        if self.kbar is not None:
+            steps = np.where(self.kbar > 0, rs / np.where(self.kbar > 0, self.kbar, 1), steps)
+        return np.column_stack([steps, rs])
+
+    def expand(self, beta: np.ndarray) -> np.ndarray:
+        """A pooled fit's coefficients as one step time per state (b + c·k), the rest as is,
+        so the per-state arithmetic serves both models."""
+        if not self.pooled:
+            return beta
+        ks = np.array(self.states, float)
+        return np.concatenate([beta[0] + beta[1] * ks, beta[2:]])
+
     def X(self) -> np.ndarray:
-        cols = [self.S]
+        cols = [self.step_columns()]
         if self.E:
             cols.append((self.S.sum(1) * self.D)[:, None])
         cols.append(self.P)
@@ -247,6 +293,7 @@ def _vllm(logs) -> _Windows | None:
     rows = []
     spec_lines = sorted(mal)
     edges: list[tuple[bool, bool]] = []   # per row: starts after idle, ends before idle
+    snaps: list[tuple[int, int, float, float, float]] = []
     for _f, g in df.group_by("file", maintain_order=True):
         prev_t, prev_run, prev_kv = None, 0, None
         gl = g.rows(named=True)
@@ -282,6 +329,12 @@ def _vllm(logs) -> _Windows | None:
             rows.append((T, ka, kb, m, gen, pend, float("nan"),
                          float(np.mean(kvs)) if kvs else 0.0))
             edges.append((k0 == 0, ends_idle))
+            # for the pooled model: `Running` at both ends and the prompt tokens of the
+            # intervals either side of each snapshot (a request prefilling at a snapshot
+            # counts its prompt in an interval after it)
+            prev_pro = (gl[li - 1]["pthr"] or 0.0) * T if adjacent and li else 0.0
+            next_pro = (nxt["pthr"] or 0.0) * T if nxt is not None and not ends_idle else 0.0
+            snaps.append((k0, k1, prev_pro, pro, next_pro))
     if not rows:
         return None
     w = _assemble("vllm", rows, np.array([0.0]), steps_known=False)
@@ -294,6 +347,7 @@ def _vllm(logs) -> _Windows | None:
             if (start or end) and 0 <= nb < len(G) and not any(edges[nb]) and G[nb] > 0:
                 w.busy[i] = min(1.0, G[i] / G[nb])
             w.edge[i] = start or end
+        w.snaps = np.array(snaps, float).reshape(-1, 5)
         if max_run <= 1:
             w.notes.append("the log never shows more than one request running: every prompt "
                            "ran alone, none is charged to a stream")
@@ -393,6 +447,12 @@ def _solve(w: _Windows, idx: np.ndarray) -> np.ndarray | None:
     return beta
 
 
+def _solve_states(w: _Windows, idx: np.ndarray) -> np.ndarray | None:
+    """:func:`_solve`, as one step time per state whichever the model."""
+    b = _solve(w, idx)
+    return None if b is None else w.expand(b)
+
+
 def _merge_band(w: _Windows, j: int) -> None:
     """Join depth band j to its neighbour (the one below, or above for the first)."""
     to = j - 1 if j > 0 else j + 1
@@ -415,7 +475,7 @@ def _fit(w: _Windows) -> tuple[np.ndarray, np.ndarray]:
     to the next; a last one at zero or below is dropped, with a note."""
     while True:
         beta, inl = _fit_once(w)
-        off = len(w.states) + w.E
+        off = w.n_step + w.E
         a = beta[off:off + len(w.bands)]
         if w.C and beta[-1] <= 0:   # no fixed cost per batch to be seen: tokens alone
             w.Nb, w.Nch = np.zeros_like(w.Nb), np.zeros_like(w.Nch)
@@ -452,7 +512,8 @@ def _fit_once(w: _Windows) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _figures(w: _Windows, beta: np.ndarray, inl: np.ndarray, idx: np.ndarray) -> np.ndarray:
-    """(K, 4): clean, served, aggregate per state, and the state's seconds."""
+    """(K, 5): clean, served, aggregate per state, the state's seconds and decode seconds."""
+    beta = w.expand(beta)
     K, E, B = len(w.states), w.E, len(w.bands)
     a = beta[K + E:K + E + B]
     c = beta[K + E + B] if w.C else 0.0
@@ -524,52 +585,196 @@ def _split(w: _Windows, idx: np.ndarray, s: np.ndarray, pre: np.ndarray, S: np.n
     return S, tok, T
 
 
-def state_fit(logs, label: str | None = None) -> pl.DataFrame:
-    """Per-stream decode per state (streams decoding) from SGLang or vLLM window lines, mixed
-    windows included (module docstring): one row per state with ``clean_per_stream`` (the
-    fitted decode step alone), ``served_per_stream`` (tokens over the time running, prompts of
-    others included), ``aggregate`` (k × served), each with a 95 % interval (``_lo``/``_hi``),
-    ``tokens``, ``steps``, ``tokens_per_step``, ``decode_seconds``, ``prefill_seconds``
-    (prompts charged to the state), ``seconds`` (their sum) and ``windows`` (intervals holding
-    the state). ``reason`` is null for a figure, or says why the state is refused (its figures
-    then null). Empty for a llama-server log or a log without a clock.
+@dataclass
+class _Run:
+    """One model's fit of a log's windows: coefficients, inliers, figures per state (K, 5),
+    their resamples (REPS, K, 5, NaN where a resample could not fit) and coefficient
+    resamples."""
+    w: _Windows
+    beta: np.ndarray
+    inl: np.ndarray
+    est: np.ndarray
+    boots: np.ndarray
+    beta_boots: np.ndarray
 
-    Example::
+    @property
+    def lo(self) -> np.ndarray:
+        with np.errstate(invalid="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            return np.nanpercentile(self.boots, 2.5, axis=0)
 
-        sf = state_fit(logscope.read("vllm.log"))
-        sf.filter(pl.col("reason").is_null()).select("decoding", "clean_per_stream",
-                                                     "served_per_stream", "aggregate")
-    """
-    lab = label_of(logs, label)
-    w = _windows(logs)
-    if w is None or not w.states:
-        return pl.DataFrame(schema=STATE_FIT_SCHEMA)
+    @property
+    def hi(self) -> np.ndarray:
+        with np.errstate(invalid="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            return np.nanpercentile(self.boots, 97.5, axis=0)
+
+
+def _run(w: _Windows) -> _Run:
     beta, inl = _fit(w)
-    K = len(w.states)
+    if w.engine == "vllm" and w.snaps is not None and len(w.snaps) and w.bands:
+        _charge_decoding(w, max(float(beta[w.n_step + w.E]), 0.0))
     allidx = np.arange(len(w.T))
     est = _figures(w, beta, inl, allidx)
     rng = np.random.default_rng(SEED)
-    boots = []
     good = np.flatnonzero(inl)
-    for _ in range(REPS):
+    K = len(w.states)
+    boots = np.full((REPS, K, 5), np.nan)
+    bb = np.full((REPS, len(beta)), np.nan)
+    for r in range(REPS):
         idx = rng.choice(allidx, len(allidx))
         bi = idx[inl[idx]]
-        if len(bi) < 2:
+        if len(bi) < 2 or not len(np.intersect1d(bi, good)):
             continue
-        b = _solve(w, bi) if len(np.intersect1d(bi, good)) else None
+        b = _solve(w, bi)
         if b is not None:
-            boots.append(_figures(w, b, inl, idx))
-    bs = np.array(boots) if boots else np.full((1, K, 5), np.nan)
-    with np.errstate(invalid="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)   # a state no resample could time
-        lo, hi = np.nanpercentile(bs, 2.5, axis=0), np.nanpercentile(bs, 97.5, axis=0)
-    rows = []
-    held = ((w.S > 0) & (inl & w.fit)[:, None]).sum(0)
+            bb[r] = b
+            boots[r] = _figures(w, b, inl, idx)
+    return _Run(w, beta, inl, est, boots, bb)
+
+
+def _charge_decoding(w: _Windows, a: float) -> None:
+    """vLLM: a prompt is charged to the streams decoding beside it. ``Running`` counts a
+    request still prefilling, so the streams decoding at each snapshot are ``Running`` less the
+    requests expected to be prefilling there (:func:`_prefilling_out`'s reading); the prompt
+    goes to the lower of the two ends, split between the two whole counts around it (0: no
+    stream's, a prompt beside nothing slows no stream). The charge moves seconds between
+    states' as-served figures only."""
+    k0, k1, rho0, rho1 = _snap_prefilling(w, a)
+    d = np.minimum(np.maximum(k0 - rho0, 0.0), np.maximum(k1 - rho1, 0.0))
+    K = len(w.states)
+    ki = {k: i for i, k in enumerate(w.states)}
+    for i in range(len(w.T)):
+        tot = w.charge[i, :, :K].sum(1)
+        if not tot.any():
+            continue
+        lo = int(np.floor(d[i]))
+        hi_w = d[i] - lo
+        w.charge[i, :, :K] = 0.0
+        for k, wt in ((lo, 1.0 - hi_w), (lo + 1, hi_w)):
+            if wt <= 0:
+                continue
+            col = ki.get(k, K) if k > 0 else K
+            if k > 0 and k not in ki:   # a count no interval ended on: the nearest that did
+                col = ki[min(w.states, key=lambda x: abs(x - k))]
+            w.charge[i, :, col] += wt * tot
+
+
+def _snap_prefilling(w: _Windows, a: float) -> tuple[np.ndarray, ...]:
+    """vLLM: (``Running`` at each interval's start, at its end, the requests expected to be
+    prefilling at the start snapshot, at the end one). A prompt's tokens are counted in the
+    interval its prefill completes (V1 ``IterationStats.update_from_output`` adds
+    ``prompt_len`` at the request's first output); completing at a uniform point of that
+    interval after ``a`` × its tokens of prefill, it began before the interval's start snapshot
+    with chance min(1, prefill seconds ÷ interval seconds)."""
+    k0, k1, _pp, pc, pn = w.snaps.T
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rho0 = np.clip(a * pc / w.T, 0.0, 1.0)
+        rho1 = np.clip(a * pn / w.T, 0.0, 1.0)
+    return k0, k1, np.minimum(rho0, np.maximum(k0, 0)), np.minimum(rho1, np.maximum(k1, 0))
+
+
+def _prefilling_out(p: _Windows, a: float) -> np.ndarray:
+    """vLLM: streams decoding over each interval, the mean of its two ends' ``Running`` less
+    the requests expected to be prefilling at each snapshot. ``Running`` counts a request from
+    the step its prefill is scheduled (``len(self.running)``); the requests expected to be
+    prefilling at each snapshot are :func:`_snap_prefilling`'s. At least one stream decodes
+    where tokens came."""
+    k0, k1, rho0, rho1 = _snap_prefilling(p, a)
+    d0, d1 = np.maximum(k0 - rho0, 0.0), np.maximum(k1 - rho1, 0.0)
+    kbar = np.where(k0 > 0, (d0 + d1) / 2, d1)
+    return np.maximum(kbar, 1.0)
+
+
+def _settle(w: _Windows, pooled: bool) -> _Windows:
+    """A copy of the windows under one model, settled. Pooled: a step with k streams decoding
+    costs b + c·k (+ the KV term), fitted on every interval with no idle inside. On vLLM the
+    reading of the lines needs the prompt term, so the two are fitted in turn until they
+    settle: a prompt's tokens are counted in the interval its prefill completes, so part of its
+    time ran in the interval before (:func:`_prompt_time_before`), and (pooled) the streams
+    decoding are ``Running`` less the requests prefilling at each snapshot."""
+    p = copy.deepcopy(w)
+    p.pooled = pooled
+    if p.snaps is None or not len(p.snaps):
+        return p
+    P0, ch0 = p.P.copy(), p.charge.copy()
+    if pooled:
+        p.kbar = _prefilling_out(p, 0.0)
+    a_prev = -1.0
+    for _ in range(POOLED_ROUNDS):
+        q = copy.deepcopy(p)
+        beta, _inl = _fit(q)
+        a = max(float(beta[q.n_step + q.E]), 0.0) if q.bands else 0.0
+        if abs(a - a_prev) <= 1e-3 * max(a, 1e-12):
+            break
+        a_prev = a
+        if P0.shape[1]:
+            f = _prompt_time_before(p, a, P0[:, 0])
+            p.P = P0 * (1 - f)[:, None]
+            p.charge = ch0 * (1 - f)[:, None, None]
+            p.P[:-1] += P0[1:] * f[1:, None]
+            p.charge[:-1] += ch0[1:] * f[1:, None, None]
+        if pooled:
+            p.kbar = _prefilling_out(p, a)
+    return p
+
+
+def _prompt_time_before(w: _Windows, a: float, P: np.ndarray) -> np.ndarray:
+    """vLLM: per interval, the share of its counted prompt tokens' time that ran in the
+    interval before it (when that interval is the one printed just before). A prefill of d
+    seconds completing at a uniform point of an interval of T seconds began before it by
+    d − uT when positive: on average d²/2T, i.e. a share d/2T for d ≤ T, 1 − T/2d beyond."""
+    d = a * P
+    T = w.T
+    with np.errstate(divide="ignore", invalid="ignore"):
+        f = np.where(d <= T, d / (2 * T), 1 - T / (2 * np.maximum(d, 1e-12)))
+    pc, pp = w.snaps[:, 3], w.snaps[:, 2]
+    prev_ok = np.zeros(len(T), bool)
+    prev_ok[1:] = (pp[1:] >= 0) & np.isclose(w.snaps[:-1, 3], pp[1:]) & (w.snaps[1:, 0] > 0)
+    return np.where(prev_ok & (pc > 0) & np.isfinite(f), np.clip(f, 0.0, 1.0), 0.0)
+
+
+def _pooled(w: _Windows) -> _Windows:
+    """:func:`_settle` under the pooled model."""
+    return _settle(w, True)
+
+
+def _reasons(r: _Run) -> list[str | None]:
+    """Per state: None when its clean figure is identified, else why not (the term named)."""
+    w, K = r.w, len(r.w.states)
+    lo, hi, est = r.lo, r.hi, r.est
+    fitted = r.inl & w.fit
+    held = ((w.S > 0) & fitted[:, None]).sum(0)
     alone = ((w.S > 0) & w.lone[:, None]).sum(0)
+    out: list[str | None] = []
+    n_terms = r.w.X().shape[1]
+    quiet = _quiet(r) if w.pooled else held
+    bias = _misfit(r) if w.pooled else np.zeros(K)
     for j, k in enumerate(w.states):
-        steps, tok = float(w.S[:, j].sum()), float(w.tok[:, j].sum())
         reason = None
-        if held[j] < MIN_WINDOWS and alone[j] >= MIN_WINDOWS:
+        wide = not (est[j, 0] > 0 and math.isfinite(est[j, 0]) and math.isfinite(hi[j, 0])
+                    and math.isfinite(lo[j, 0])) \
+            or (hi[j, 0] - lo[j, 0]) > MAX_REL_WIDTH * est[j, 0]
+        if w.pooled:
+            if int(fitted.sum()) <= n_terms:
+                reason = (f"{k} decoding: the pooled step time (b + c·k) is not identified: "
+                          f"{int(fitted.sum())} interval(s) without idle inside for {n_terms} "
+                          "terms")
+            elif abs(bias[j]) > MAX_BIAS:
+                reason = (f"{k} decoding: the pooled step time (b + c·k) does not hold at this "
+                          f"count: the intervals that ran it sit {100 * bias[j]:+.0f} % from "
+                          "the fit (median)")
+            elif quiet[j] < MIN_WINDOWS:
+                reason = (f"{k} decoding: the pooled step time is not identified at this "
+                          f"count: {quiet[j]} fitted interval(s) ran mostly this state with "
+                          f"less than {QUIET_SHARE:.0%} of their time in prompts "
+                          f"({MIN_WINDOWS} needed); in the others the prompt term absorbs "
+                          "its steps")
+            elif wide:
+                reason = (f"{k} decoding: the pooled step time is not identified: "
+                          f"{_loosest(r)} moves with the other terms in these windows "
+                          f"(interval {max(lo[j, 0], 0):.3g}–{hi[j, 0]:.3g} t/s)")
+        elif held[j] < MIN_WINDOWS and alone[j] >= MIN_WINDOWS:
             reason = (f"{k} decoding: the step time is not identified: {held[j]} interval(s) "
                       f"hold this state alone ({MIN_WINDOWS} needed); {alone[j]} more also hold "
                       "a prompt run with nothing decoding beside it, whose time (and any idle "
@@ -577,25 +782,151 @@ def state_fit(logs, label: str | None = None) -> pl.DataFrame:
         elif held[j] < MIN_WINDOWS:
             reason = (f"{k} decoding: the step time is not identified: {held[j]} interval(s) "
                       f"run this state throughout ({MIN_WINDOWS} needed)")
-        elif not (est[j, 0] > 0 and math.isfinite(est[j, 0]) and math.isfinite(hi[j, 0])
-                  and math.isfinite(lo[j, 0])) \
-                or (hi[j, 0] - lo[j, 0]) > MAX_REL_WIDTH * est[j, 0]:
+        elif wide:
             reason = (f"{k} decoding: the step time is not identified: in the intervals that "
                       "hold this state its decode steps move with the prompt tokens, so the "
                       "lines cannot tell one from the other (interval "
                       f"{max(lo[j, 0], 0):.3g}–{hi[j, 0]:.3g} t/s)")
-        if reason and w.engine == "vllm":
-            reason += (f"; a shorter stats interval ({VLLM_INTERVAL_ENV}=1 in the server's "
-                       "environment) gives intervals that each hold one state")
-        elif reason and w.engine == "sglang" and np.isfinite(w.thr).any():
-            reason += ("; SGLANG_LOG_MS=1 (0.5.6+) prints milliseconds, so an interval whose "
-                       "running count changed is split by its own tokens and seconds")
+        out.append(reason)
+    return out
+
+
+def _cure(w: _Windows) -> str:
+    """The server setting that gives lines a refused state can be read from."""
+    if w.engine == "vllm":
+        return (f"; a shorter stats interval ({VLLM_INTERVAL_ENV}=1 in the server's "
+                "environment) gives intervals that each hold one state")
+    if np.isfinite(w.thr).any():
+        return ("; SGLANG_LOG_MS=1 (0.5.6+) prints milliseconds, so an interval whose "
+                "running count changed is split by its own tokens and seconds")
+    return ""
+
+
+def _quiet(r: _Run) -> np.ndarray:
+    """Per state: fitted intervals that ran mostly this state (half their steps or more) with
+    less than ``QUIET_SHARE`` of their fitted time in prompts: where its step is seen apart
+    from the prompt term."""
+    w = r.w
+    beta = w.expand(r.beta)
+    K, E, B = len(w.states), w.E, len(w.bands)
+    pre = (w.P @ beta[K + E:K + E + B] if B else np.zeros(len(w.T))) \
+        + (beta[K + E + B] * w.Nb if w.C else 0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        share = pre / w.T
+        most = w.S / np.maximum(w.S.sum(1, keepdims=True), 1e-12) >= 0.5
+    ok = (r.inl & w.fit & (share < QUIET_SHARE))[:, None] & most
+    return ok.sum(0)
+
+
+def _misfit(r: _Run) -> np.ndarray:
+    """Per state: the median of (seconds − fitted seconds) ÷ seconds over the fitted intervals
+    that ran mostly this state (NaN where none): a pooled step that does not hold at this
+    count shows as a bias in its own intervals."""
+    w = r.w
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel = (w.T - w.X() @ r.beta) / w.T
+        most = w.S / np.maximum(w.S.sum(1, keepdims=True), 1e-12) >= 0.5
+    sel = (r.inl & w.fit)[:, None] & most
+    return np.array([float(np.median(rel[sel[:, j]])) if sel[:, j].any() else float("nan")
+                     for j in range(len(w.states))])
+
+
+def _loosest(r: _Run) -> str:
+    """The pooled fit's term whose resampled spread is widest against its value."""
+    w = r.w
+    names = ["the per-step cost b", "the per-stream cost c"] + (["the KV term"] if w.E else []) \
+        + ["the prompt term"] * len(w.bands) + (["the prefill-batch cost"] if w.C else [])
+    with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        spread = (np.nanpercentile(r.beta_boots, 97.5, axis=0)
+                  - np.nanpercentile(r.beta_boots, 2.5, axis=0)) / np.abs(r.beta)
+    spread = np.where(np.isfinite(spread), spread, np.inf)
+    return names[int(np.argmax(spread))] if len(names) == len(spread) else "a term"
+
+
+def _unchecked(free: _Run, rf: list[str | None], pooled: _Run) -> str | None:
+    """Why the pooled line b + c·k may not stand in for a state, or None. Its slope comes
+    from the counts the log holds; a real step time need not be linear in k at small batches,
+    so the line serves only where it meets the step of at least ``MIN_CHECKS`` states that
+    their own intervals identify (within their 95 % intervals, widened by ``MAX_BIAS``)."""
+    own = [j for j, r in enumerate(rf) if r is None]
+    ks = free.w.states
+    if len(own) < MIN_CHECKS:
+        return (f"{ks[0]} decoding: the pooled step time is not checked: {len(own)} state(s) "
+                f"have their own step identified ({MIN_CHECKS} needed to test b + c·k against "
+                "them)")
+    lo, hi, est = free.lo[:, 0], free.hi[:, 0], free.est[:, 0]
+    tol = np.maximum(MAX_BIAS * est, 0.0)
+    miss = [j for j in own if not lo[j] - tol[j] <= pooled.est[j, 0] <= hi[j] + tol[j]]
+    if miss:
+        j = miss[0]
+        return (f"{ks[j]} decoding: the pooled step time does not hold: at {ks[j]} decoding it "
+                f"gives {pooled.est[j, 0]:.3g} t/s per stream where that state's own intervals "
+                f"give {lo[j]:.3g}–{hi[j]:.3g} (± {100 * MAX_BIAS:.0f} %)")
+    return None
+
+
+def _models(logs) -> tuple[_Windows, list[tuple[_Run, str | None, str]]] | None:
+    """Per state: the run that gives its figure (the per-state model where its step is
+    identified, else the pooled one), its reason when neither does, and the model's name."""
+    w = _windows(logs)
+    if w is None or not w.states:
+        return None
+    free = _run(_settle(w, False))
+    rf = _reasons(free)
+    pooled = rp = None
+    pick: list[tuple[_Run, str | None, str]] = []
+    for j in range(len(w.states)):
+        if rf[j] is None:
+            pick.append((free, None, "per state"))
+            continue
+        if pooled is None:
+            pooled = _run(_pooled(w))
+            rp = [r or _unchecked(free, rf, pooled) for r in _reasons(pooled)]
+        if rp[j] is None:
+            pick.append((pooled, None, "pooled"))
+        else:
+            pick.append((free, rf[j] + "; pooled across states: " + rp[j].split(": ", 1)[1]
+                         + _cure(w), "per state"))
+    return w, pick
+
+
+def state_fit(logs, label: str | None = None) -> pl.DataFrame:
+    """Per-stream decode per state (streams decoding) from SGLang or vLLM window lines, mixed
+    windows included (module docstring): one row per state with ``clean_per_stream`` (the
+    fitted decode step alone), ``served_per_stream`` (tokens over the time running, prompts of
+    others included), ``aggregate`` (k × served), each with a 95 % interval (``_lo``/``_hi``),
+    ``tokens``, ``steps``, ``tokens_per_step``, ``decode_seconds``, ``prefill_seconds``
+    (prompts charged to the state), ``seconds`` (their sum) and ``windows`` (intervals holding
+    the state). ``model`` names the fit that gave the figure: "per state" (a free step time
+    per state) or "pooled" (one step time b + c·k across states, where the per-state one is
+    not identified). ``reason`` is null for a figure, or says why the state is refused under
+    both models (its figures then null). Empty for a llama-server log or a log without a clock.
+
+    Example::
+
+        sf = state_fit(logscope.read("vllm.log"))
+        sf.filter(pl.col("reason").is_null()).select("decoding", "model", "clean_per_stream",
+                                                     "served_per_stream", "aggregate")
+    """
+    lab = label_of(logs, label)
+    got = _models(logs)
+    if got is None:
+        return pl.DataFrame(schema=STATE_FIT_SCHEMA)
+    w, pick = got
+    rows = []
+    for j, k in enumerate(w.states):
+        run, reason, model = pick[j]
+        est, lo, hi = run.est, run.lo, run.hi
+        fitted = run.inl & run.w.fit
+        held = int(((run.w.S[:, j] > 0) & fitted).sum())
+        steps, tok = float(w.S[:, j].sum()), float(w.tok[:, j].sum())
         dec = float(est[j, 4])
         ok = reason is None
 
         def v(x, ok=ok):
             return float(x) if ok and math.isfinite(x) else None
-        rows.append({"label": lab, "engine": w.engine, "decoding": k, "windows": int(held[j]),
+        rows.append({"label": lab, "engine": w.engine, "decoding": k, "windows": held,
                      "tokens": tok, "steps": steps,
                      "tokens_per_step": tok / (steps * k) if steps else None,
                      "decode_seconds": v(dec), "prefill_seconds": v(est[j, 3] - dec),
@@ -605,33 +936,27 @@ def state_fit(logs, label: str | None = None) -> pl.DataFrame:
                      "served_per_stream": v(est[j, 1]), "served_lo": v(lo[j, 1]),
                      "served_hi": v(hi[j, 1]),
                      "aggregate": v(est[j, 2]), "aggregate_lo": v(lo[j, 2]),
-                     "aggregate_hi": v(hi[j, 2]), "reason": reason})
+                     "aggregate_hi": v(hi[j, 2]), "model": model, "reason": reason})
     return pl.DataFrame(rows, schema=STATE_FIT_SCHEMA)
 
 
 def state_fit_replicates(logs) -> tuple[list[int], np.ndarray, np.ndarray] | None:
-    """(states, estimate (K, 5), bootstrap replicates (≤ REPS, K, 5)) of :func:`state_fit`'s
-    clean, served, aggregate, seconds and decode seconds per state (columns in that order), for
+    """(states, estimate (K, 5), bootstrap replicates (REPS, K, 5), NaN where a resample
+    could not fit) of :func:`state_fit`'s clean, served, aggregate, seconds and decode seconds
+    per state (columns in that order), each state from the model :func:`state_fit` used, for
     a comparison's interval; None without window lines. Refusals are :func:`state_fit`'s.
 
     Example::
 
         states, est, reps = state_fit_replicates(logscope.read("sglang.log"))
     """
-    w = _windows(logs)
-    if w is None or not w.states:
+    got = _models(logs)
+    if got is None:
         return None
-    beta, inl = _fit(w)
-    allidx = np.arange(len(w.T))
-    est = _figures(w, beta, inl, allidx)
-    rng = np.random.default_rng(SEED)
-    boots = []
-    for _ in range(REPS):
-        idx = rng.choice(allidx, len(allidx))
-        bi = idx[inl[idx]]
-        if len(bi) >= 2:
-            boots.append(_figures(w, _solve(w, bi), inl, idx))
-    return w.states, est, np.array(boots)
+    w, pick = got
+    est = np.stack([run.est[j] for j, (run, _r, _m) in enumerate(pick)])
+    boots = np.stack([run.boots[:, j] for j, (run, _r, _m) in enumerate(pick)], axis=1)
+    return w.states, est, boots
 
 
 def served_units(logs) -> tuple[np.ndarray, np.ndarray] | None:
@@ -671,10 +996,9 @@ def prefill_fit(logs, label: str | None = None) -> pl.DataFrame:
     if w is None or not w.bands:
         return pl.DataFrame(schema=PREFILL_FIT_SCHEMA)
     beta, inl = _fit(w)
-    K = len(w.states)
     good = np.flatnonzero(inl)
     rng = np.random.default_rng(SEED)
-    K += w.E
+    K = w.n_step + w.E
     B = len(w.bands)
     tokens = w.P.sum(0)
 
@@ -735,6 +1059,8 @@ def window_throughput(logs) -> dict | None:
         pb = table(logs, "prefill_batch")
         ts = [with_time(x)[0]["ts"] for x in (db, pb) if x is not None]
         t = pl.concat(ts)
+        if t.max() is None:   # lines without a clock: no span to divide by
+            return None
         span = (t.max() - t.min()).total_seconds()
     return {"tokens": tok, "seconds": span, "tps": tok / span if span > 0 else None}
 
