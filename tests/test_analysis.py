@@ -212,7 +212,7 @@ def test_vllm_windows_are_labelled_window_averages():
     # its two intervals: one spans a prefill, in the other the running count fell 2 -> 1:
     # no clean window, so no per-stream decode headline (never one figure across states)
     assert h["decode"] is None
-    assert "no clean window interval" in render(build_report([logs]), "md")
+    assert "no state identified by the window fit" in render(build_report([logs]), "md")
 
 
 def test_sglang_prefill_batches_give_window_points():

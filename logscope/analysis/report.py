@@ -535,8 +535,8 @@ def _window_fit_lines(rows: list[dict]) -> list[str]:
     state has none."""
     out = []
     if rows and all(r["reason"] for r in rows):
-        out.append("- decode per stream: no clean window interval, and no state identified by "
-                   "the window fit (docs/engines.md); per state:")
+        out.append("- decode per stream: no state identified by the window fit "
+                   "(docs/engines.md); per state:")
     for r in rows:
         k = r["decoding"]
         if r["reason"]:
@@ -626,7 +626,16 @@ def render(rep: dict, fmt: str = "md") -> str:
                          f"{fmt_figure('mean_accepted_length', a['mean_len'])} "
                          f"({a['exactness']}, n = {a['n']})")
         lines += served_lines(h.get("served"))
-        if h["aggregate"]:
+        fit_of = {r["decoding"]: r for r in h.get("window_fit") or []}
+        if h["aggregate"] and engine in ("sglang", "vllm") and h["aggregate"]["active"] in fit_of:
+            # window lines: the raw intervals mix states; the fit says the state's rate
+            g, r = h["aggregate"], fit_of[h["aggregate"]["active"]]
+            lines.append(f"- decode rate while {g['active']} streams decode: " + (
+                f"{_fmt(r['aggregate'])} t/s (window fit, as served: all tokens ÷ the state's "
+                f"{_fmt(r['seconds'], 1)} s, prompts beside included; the rate while they "
+                "decode, not throughput)" if not r["reason"] else
+                "not identified (the window intervals mix states; see the fit above)"))
+        elif h["aggregate"]:
             g = h["aggregate"]
             lines.append(f"- decode rate while {g['active']} streams decode: "
                          f"{fmt_figure('aggregate_decode', g['mean_tps'])} t/s "

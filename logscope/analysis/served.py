@@ -17,7 +17,9 @@ from the same states (:func:`logscope.analysis.concurrency.states`), so the figu
   while they decode (``aggregate_tps``), per stream (÷ k), the marginal gain of one more stream,
   the share of the decode time spent there, and with GPU telemetry joined the joules its
   segments drew and the tokens per joule. The rows are the points of the passive Pareto
-  (:func:`logscope.outputs.plots.plot_pareto`): per-stream speed against aggregate.
+  (:func:`logscope.outputs.plots.plot_pareto`): per-stream speed against aggregate. SGLang and
+  vLLM: the states the window fit identified (:func:`logscope.analysis.window_fit.state_fit`,
+  as served), not the raw intervals (a 10 s interval holds several counts of streams).
 * :func:`frontier`: the points no other point beats on both axes.
 """
 
@@ -26,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from logscope.analysis._util import label_of, table
+from logscope.analysis._util import WINDOW, label_of, table
 from logscope.analysis.concurrency import (
     MIN_SAMPLE_TOKENS,
     concurrency,
@@ -220,9 +222,14 @@ def streams(logs, label: str | None = None) -> pl.DataFrame:
     joules = _state_joules(logs, lab)
     g = (c.group_by("decoding").agg(
         pl.col("seconds").sum(), pl.col("tokens").sum(),
-        pl.col("seconds").filter(pl.col("prefilling") > 0).sum().alias("_pre"))
-        .sort("decoding")
-        .with_columns((pl.col("tokens") / pl.col("seconds")).alias("aggregate_tps"))
+        pl.col("seconds").filter(pl.col("prefilling") > 0).sum().alias("_pre")))
+    if (c["exactness"] == WINDOW).any():
+        g = _fitted_states(logs, lab)
+        if g is None:
+            return pl.DataFrame(schema=STREAMS_SCHEMA)
+    if "aggregate_tps" not in g.columns:
+        g = g.with_columns((pl.col("tokens") / pl.col("seconds")).alias("aggregate_tps"))
+    g = (g.sort("decoding")
         .with_columns((pl.col("aggregate_tps") / pl.col("decoding")).alias("per_stream_tps"),
                       (pl.col("seconds") / pl.col("seconds").sum()).alias("share"),
                       (pl.col("_pre") / pl.col("seconds")).alias("prefill_share")))
@@ -238,6 +245,20 @@ def streams(logs, label: str | None = None) -> pl.DataFrame:
     g = g.with_columns((pl.col("tokens") / pl.col("joules")).alias("tokens_per_j"))
     return g.with_columns(pl.lit(lab).alias("label")).select(list(STREAMS_SCHEMA)) \
         .cast(STREAMS_SCHEMA)
+
+
+def _fitted_states(logs, lab: str) -> pl.DataFrame | None:
+    """Window lines: per count of streams the window fit identified, its seconds, tokens and
+    prompt seconds (a 10 s interval holds several counts, so the raw intervals, each put at
+    the count it closed with, would say another state's rate); None when it identified none."""
+    from logscope.analysis.window_fit import state_fit
+
+    f = state_fit(logs, lab).filter(pl.col("reason").is_null(), pl.col("seconds") > 0)
+    if f.height == 0:
+        return None
+    return f.select(pl.col("decoding").cast(pl.Int16), "seconds", "tokens",
+                    pl.col("prefill_seconds").fill_null(0.0).clip(lower_bound=0).alias("_pre"),
+                    pl.col("aggregate").alias("aggregate_tps"))   # the fit's, as report says
 
 
 def _state_joules(logs, lab: str) -> pl.DataFrame | None:

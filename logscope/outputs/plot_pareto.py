@@ -30,7 +30,9 @@ MAX_AREA = 900.0   # points² of the state that held the most seconds
 
 
 def draw_pareto(ax, logs_list: list, names: list[str], small: bool = False) -> int:
-    """Draw the Pareto of every log on ``ax``; returns how many state points were drawn.
+    """Draw the Pareto of every log on ``ax``; returns how many points (states and served
+    stars) were drawn. A log with no identified state (SGLang/vLLM intervals that mix counts of
+    streams the window fit cannot split) still gets its star, its label saying so.
 
     Example::
 
@@ -60,11 +62,14 @@ def draw_pareto(ax, logs_list: list, names: list[str], small: bool = False) -> i
             top_x, top_y = max(top_x, float(x.max())), max(top_y, float(y.max()))
         s = served(lg, name)
         if s["throughput_tps"] and s["per_stream_tps"]:
+            none = "" if st.height else "; no state identified"
             sc = ax.scatter([s["per_stream_tps"]], [s["throughput_tps"]], marker="*",
                             s=120 if small else 260, color=c, edgecolors="black", zorder=5,
                             label=f"{name}: as served ({s['throughput_tps']:,.0f} t/s "
-                                  f"throughput, {s['per_stream_tps']:,.0f} t/s per stream)")
+                                  f"throughput, {s['per_stream_tps']:,.0f} t/s per stream"
+                                  f"{none})")
             sc.set_gid(f"{name}|pareto_served")
+            drawn += 1
             top_x = max(top_x, s["per_stream_tps"])
             top_y = max(top_y, s["throughput_tps"])
     ax.set_xlim(0, 1.12 * top_x or 1)
@@ -103,7 +108,7 @@ def plot_pareto(logs_list, labels=None) -> Figure:
     ax = fig.add_subplot()
     if draw_pareto(ax, logs_list, names) == 0:
         files = [Path(f.file).name for lg in logs_list for f in getattr(lg, "files", [])]
-        raise NoData(f"no decode state in {', '.join(files) or 'the input'}")
+        raise NoData(f"no decode state or served figure in {', '.join(files) or 'the input'}")
     ax.grid(True, alpha=0.3)
     ax.set_title("Passive Pareto: each point a concurrency state the workload visited "
                  "(label = streams decoding)\nline = each log's frontier; ★ = what the "
