@@ -795,7 +795,8 @@ def _cure(w: _Windows) -> str:
     """The server setting that gives lines a refused state can be read from."""
     if w.engine == "vllm":
         return (f"; a shorter stats interval ({VLLM_INTERVAL_ENV}=1 in the server's "
-                "environment) gives intervals that each hold one state")
+                "environment) gives intervals that each hold one state, and from 0.26 "
+                "--enable-logging-iteration-details prints every step's time")
     if np.isfinite(w.thr).any():
         return ("; SGLANG_LOG_MS=1 (0.5.6+) prints milliseconds, so an interval whose "
                 "running count changed is split by its own tokens and seconds")
