@@ -289,6 +289,9 @@ def _vllm(logs) -> _Windows | None:
     if gaps.len() == 0:
         return None
     interval = float(gaps.median())   # the stats interval: lines come every interval when busy
+    # a line comes a little after each interval (the API server's log loop), so whole-second
+    # stamps now and then show one second more than the interval: not an idle stretch
+    idle_gap = 1.5 * interval + (resolution_s(logs) or 0.0)
     max_run = int(df["run"].max() or 0)
     rows = []
     spec_lines = sorted(mal)
@@ -300,9 +303,9 @@ def _vllm(logs) -> _Windows | None:
         for li, r in enumerate(gl):
             T = interval
             nxt = gl[li + 1] if li + 1 < len(gl) else None
-            ends_idle = (nxt is None or nxt["t"] - r["t"] > 1.5 * interval
+            ends_idle = (nxt is None or nxt["t"] - r["t"] > idle_gap
                          or not ((nxt["gthr"] or 0) > 0 or (nxt["pthr"] or 0) > 0))
-            adjacent = prev_t is not None and r["t"] - prev_t <= 1.5 * interval
+            adjacent = prev_t is not None and r["t"] - prev_t <= idle_gap
             k0 = prev_run if adjacent else 0
             k1 = int(r["run"] or 0)
             # the SpecDecoding line printed right after this stats line
