@@ -4,6 +4,7 @@ streams, prefill, and the report's lines, on logs rendered from the format strin
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -82,3 +83,27 @@ def test_report_says_the_step_figures(tmp_path):
     heads = json.loads(j.output)["headline"]
     fig = next(iter(heads.values()))["iterations"]
     assert fig["steps"] == 210 and len(fig["decode"]) == 4
+
+
+def test_compare_reads_the_steps(tmp_path):
+    """Two step logs, B's steps 20 % shorter at every count: decode per stream ratio 1.25."""
+    from logscope.analysis.verdict import verdict
+
+    a_dir, b_dir = tmp_path / "a", tmp_path / "b"
+    a_dir.mkdir()
+    b_dir.mkdir()
+    a = logscope.read(_log(a_dir))
+    lines = (b_dir / "steps.log")
+    text = _log(b_dir)
+    out = []
+    for ln in Path(text).read_text().splitlines():
+        if "iteration elapsed time: " in ln:
+            head, tail = ln.split("iteration elapsed time: ")
+            ms, rest = tail.split(" ms", 1)
+            ln = f"{head}iteration elapsed time: {float(ms) * 0.8:.2f} ms{rest}"
+        out.append(ln)
+    lines.write_text("\n".join(out) + "\n")
+    b = logscope.read(str(lines))
+    row = next(r for r in verdict(a, b, ("a", "b")) if r["question"] == "decode_per_stream")
+    assert row["ratio"] == pytest.approx(1.25, rel=1e-3)
+    assert row["units"] == "steps" and "step lines" in row["sentence"]

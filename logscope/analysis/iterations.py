@@ -181,3 +181,25 @@ def iteration_lines(fig: dict | None) -> list[str]:
                    f"({r['prompt_tokens']:,} prompt tokens over {r['steps']:,} steps; "
                    "no depth in these lines)")
     return out
+
+
+def step_units(logs) -> pl.DataFrame:
+    """The pure decode steps as comparison units: ``stratum`` (streams decoding), ``value``
+    (one stream's t/s in that step) and ``weight`` (the step's seconds); empty without step
+    lines (or with drafts but no acceptance line).
+
+    Example::
+
+        step_units(logscope.read("vllm.log")).group_by("stratum").len()
+    """
+    st = iteration_steps(logs)
+    dec = st.filter(pl.col("phase") == "decode")
+    schema = {"stratum": pl.Int64, "value": pl.Float64, "weight": pl.Float64}
+    if dec.height == 0:
+        return pl.DataFrame(schema=schema)
+    per_step, _ = _tokens_per_step(logs, st)
+    if per_step != per_step:
+        return pl.DataFrame(schema=schema)
+    return dec.select(pl.col("generation_reqs").alias("stratum"),
+                      (per_step * 1000 / pl.col("ms")).alias("value"),
+                      (pl.col("ms") / 1000).alias("weight")).cast(schema)

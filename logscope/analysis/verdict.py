@@ -330,9 +330,33 @@ def _decode_per_stream_served(a, b, names, rng, ks) -> dict:
     return row
 
 
+def _step_decode(a, b, names, rng) -> dict | None:
+    """vLLM's step lines on both sides: one stream's t/s per step, matched by streams
+    decoding (:mod:`logscope.analysis.iterations`); None where they share no count."""
+    from logscope.analysis.iterations import step_units
+
+    sa, sb = step_units(a), step_units(b)
+    if sa.height == 0 or sb.height == 0:
+        return None
+    r = _matched_ratio(sa, sb, rng)
+    if r is None:
+        return None
+    ks = r["strata"]
+    span = f"{ks[0]}" if len(ks) == 1 else f"{ks[0]}–{ks[-1]}"
+    r["matched"] = f"; matched states: {span} decoding, from vLLM's step lines (exact per step)"
+    row = _row("decode_per_stream", r, names, "decode per stream")
+    row["states"] = [f"{k} decoding" for k in ks]
+    row["units"] = "steps"
+    return row
+
+
 def _decode_per_stream(a, b, names, rng) -> dict:
-    (ua, ka), (ub, kb) = _decode_units(a), _decode_units(b)
     what = "decode per stream"
+    # per-step lines beat any window (with different slot counts, per stream is as served)
+    steps = _step_decode(a, b, names, rng) if _streams_differ(a, b) is None else None
+    if steps is not None:
+        return steps
+    (ua, ka), (ub, kb) = _decode_units(a), _decode_units(b)
     if ka == kb == "windows":   # SGLang/vLLM: the window fit, states matched or as served
         r = _window_decode(a, b, names, rng)
         if r is not None:
