@@ -152,11 +152,13 @@ def iteration_figures(logs) -> dict | None:
 
     Example: ``iteration_figures(logscope.read("vllm.log"))["decode"][0]["per_stream_tps"]``
     """
+    n = iteration_steps(logs).height
+    if n == 0:    # nearly every log: no step lines
+        return None
     dec, pre = iteration_decode(logs), iteration_prefill(logs)
     if dec.height == 0 and pre.height == 0:
         return None
-    return {"decode": dec.to_dicts(), "prefill": pre.to_dicts(),
-            "steps": iteration_steps(logs).height}
+    return {"decode": dec.to_dicts(), "prefill": pre.to_dicts(), "steps": n}
 
 
 def iteration_lines(fig: dict | None) -> list[str]:

@@ -220,15 +220,15 @@ def streams(logs, label: str | None = None) -> pl.DataFrame:
     if c.height == 0:
         return pl.DataFrame(schema=STREAMS_SCHEMA)
     joules = _state_joules(logs, lab)
-    g = (c.group_by("decoding").agg(
-        pl.col("seconds").sum(), pl.col("tokens").sum(),
-        pl.col("seconds").filter(pl.col("prefilling") > 0).sum().alias("_pre")))
     if (c["exactness"] == WINDOW).any():
         g = _fitted_states(logs, lab)
         if g is None:
             return pl.DataFrame(schema=STREAMS_SCHEMA)
-    if "aggregate_tps" not in g.columns:
-        g = g.with_columns((pl.col("tokens") / pl.col("seconds")).alias("aggregate_tps"))
+    else:
+        g = (c.group_by("decoding").agg(
+            pl.col("seconds").sum(), pl.col("tokens").sum(),
+            pl.col("seconds").filter(pl.col("prefilling") > 0).sum().alias("_pre"))
+            .with_columns((pl.col("tokens") / pl.col("seconds")).alias("aggregate_tps")))
     g = (g.sort("decoding")
         .with_columns((pl.col("aggregate_tps") / pl.col("decoding")).alias("per_stream_tps"),
                       (pl.col("seconds") / pl.col("seconds").sum()).alias("share"),

@@ -450,12 +450,6 @@ def _solve(w: _Windows, idx: np.ndarray) -> np.ndarray | None:
     return beta
 
 
-def _solve_states(w: _Windows, idx: np.ndarray) -> np.ndarray | None:
-    """:func:`_solve`, as one step time per state whichever the model."""
-    b = _solve(w, idx)
-    return None if b is None else w.expand(b)
-
-
 def _merge_band(w: _Windows, j: int) -> None:
     """Join depth band j to its neighbour (the one below, or above for the first)."""
     to = j - 1 if j > 0 else j + 1
