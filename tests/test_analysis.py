@@ -272,3 +272,19 @@ def test_aggregate_tolerates_requests_without_times():
     assert full["tps"].to_list() == pytest.approx(
         decode_aggregate(logscope.read(str(GPU)))["tps"].to_list())
     assert (full["t1"] > full["t0"]).all()
+
+
+def test_vllm_mean_accepted_length_from_drafted_and_configured_tokens():
+    """vLLM 0.8.0–0.8.4 print "Accepted: A tokens, Drafted: D tokens" and no mean: with the
+    configured k draft tokens per step, D ÷ k drafts each emit their accepted tokens and one
+    more, vLLM's own later mean (1 + accepted ÷ drafts)."""
+    from logscope.analysis.metrics import mean_accepted_length
+
+    logs = logscope.read(str(FIXTURES / "vllm" / "v0.8.4-eagle.log"))
+    sd = logs["spec_decoding"]
+    acc, dr = sd["num_accepted_tokens"].sum(), sd["num_draft_tokens"].sum()
+    assert "mean_acceptance_length" not in sd.columns \
+        or sd["mean_acceptance_length"].null_count() == sd.height
+    m = mean_accepted_length(logs)
+    assert m["value"] == pytest.approx(1 + acc / (dr / 3))
+    assert 1 < m["value"] < 4   # at most k + 1 tokens a step

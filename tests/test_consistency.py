@@ -109,3 +109,49 @@ def test_the_verdict_rests_on_the_same_figures(log):
         k = int(g["states"][0].split()[0])
         row = concurrency(logs).filter(pl.col("decoding") == k, pl.col("prefilling") == 0)
         assert g["a"] == pytest.approx(row["aggregate_tps"][0], rel=1e-6)
+
+
+WINDOW_LOGS = sorted((FIXTURES / "sglang" / "rendered").glob("*.log")) \
+    + sorted((FIXTURES / "vllm" / "rendered").glob("*.log"))
+
+
+@pytest.mark.parametrize("log", WINDOW_LOGS, ids=lambda p: f"{p.parent.parent.name}-{p.name}")
+def test_window_logs_give_one_answer_per_state_everywhere(log):
+    """SGLang and vLLM window lines: the headline decode, the aggregate, the bench table's tg
+    rows and the Streams table all carry the window fit's figure of a state, never a raw
+    interval put at the count it closed with; ingest and report print the same digits."""
+    from logscope.analysis.report import build_report, render
+    from logscope.analysis.window_fit import state_fit
+
+    logs = logscope.read(str(log))
+    fit = state_fit(logs).filter(pl.col("reason").is_null(), pl.col("served_per_stream") > 0)
+    h = headline_figures(logs)
+    d, g = h["decode_tps"], h["aggregate_decode"]
+    rep = build_report([logs])
+    md = render(rep, "md")
+    ingest = run("ingest", log)
+    if fit.height == 0:
+        assert d["value"] is None and g["value"] is None
+        assert rep["bench"].filter(pl.col("kind") == "tg").height == 0
+        return
+    top = fit.sort("seconds", "decoding").row(-1, named=True)
+    assert d["decoding"] == top["decoding"] and d["value"] == top["served_per_stream"]
+    v = fmt_figure("decode_tps", d["value"])
+    assert f"(window fit): {v} (95 % CI" in md
+    assert f"{top['decoding']} decoding (the state seen longest): {v} " in ingest
+    tg = rep["bench"].filter(pl.col("kind") == "tg").sort("depth_bucket")
+    assert tg["depth_bucket"].to_list() == fit["decoding"].to_list()
+    assert tg["tps_mean"].to_list() == fit["served_per_stream"].to_list()
+    st = rep["streams"]
+    for r in fit.iter_rows(named=True):
+        row = st.filter(pl.col("decoding") == r["decoding"])
+        assert row["per_stream_tps"].to_list() == pytest.approx([r["served_per_stream"]])
+    multi = fit.filter(pl.col("decoding") >= 2)
+    if multi.height:
+        top_k = multi.sort("decoding").row(-1, named=True)
+        assert g["active"] == top_k["decoding"] and g["value"] == top_k["aggregate"]
+        a = fmt_figure("aggregate_decode", g["value"])
+        assert f"streams decode: {a} t/s" in md and f"streams decode: {a} t/s" in ingest
+    else:
+        assert g["value"] is None
+    assert "## Decode by concurrency" not in md   # its rows would be the raw intervals

@@ -13,15 +13,18 @@ many requests or windows it pools), ``exactness`` and ``source``, plus figure-sp
   their request-steps. A request without an ``eval time`` line (a partial log) has no token
   count; when no request has one, the plain mean of the printed values.
 * :func:`decode_tps`: the median of the exact per-request decode rates (requests with at
-  least ``MIN_DECODE_TOKENS`` generated), else the per-stream rate of server window intervals
-  (:mod:`logscope.analysis.windows`: throughput ÷ streams decoding, intervals spanning a
-  prefill or a stall left out) in the one concurrency state seen longest (``decoding`` = its
-  streams; nothing prefilling), as :func:`logscope.analysis.concurrency.concurrency` gives it:
-  windows of 1 and of 48 running requests are never one figure.
+  least ``MIN_DECODE_TOKENS`` generated); on SGLang and vLLM window lines, the per-stream rate
+  as served in the state the window fit (:func:`logscope.analysis.window_fit.state_fit`)
+  identified with the most seconds (``decoding`` = its streams; ``min``/``max`` = its 95 %
+  interval, ``n`` = intervals): one answer per state, the one ``report`` prints beside its
+  clean figure. A raw interval is put at the count it closed with and mixes states, so it is
+  never the figure; with no state identified there is none (the served speed per stream,
+  :func:`logscope.analysis.served.served`, pools every state and says so).
 * :func:`aggregate_decode`: all tokens decoded ÷ seconds in the state where the most requests
   decoded together (at least 2; with nothing prefilling when that state was seen), from
-  :func:`logscope.analysis.concurrency.concurrency`; ``peak`` = the highest aggregate of any
-  state.
+  :func:`logscope.analysis.concurrency.concurrency`; on window lines the window fit's
+  aggregate of the most streams it identified (prompts beside included). ``peak`` = the
+  highest aggregate of any state.
 * :func:`prefill_tps`: the median exact per-request prompt rate (>= 64 computed tokens).
 """
 
@@ -33,6 +36,7 @@ import polars as pl
 
 from logscope.analysis._util import EXACT, WINDOW, table
 
+FIT = "server window fit, as served"   # exactness of a figure from the window fit
 MIN_DECODE_TOKENS = 16
 MIN_PREFILL_TOKENS = 64
 MEASURED = ("completed", "partial")   # requests whose printed figures are real
@@ -131,17 +135,17 @@ def decode_tps(logs) -> dict:
             s = d["decode_tps"]
             return {"value": float(s.median()), "min": float(s.min()), "max": float(s.max()),
                     "n": d.height, "exactness": EXACT, "source": "llama:request"}
-    from logscope.analysis.concurrency import concurrency
-    from logscope.analysis.windows import decode_intervals
-    w = decode_intervals(logs).filter(pl.col("flag").is_null(), pl.col("tps") > 0)
-    c = concurrency(logs).filter(pl.col("source") == "window intervals",
-                                 pl.col("prefilling") == 0, pl.col("median_request_tps") > 0)
-    if w.height and c.height:   # never one figure across states: the state seen longest
-        top = c.sort("seconds", "decoding").row(-1, named=True)
-        k = w.filter(pl.col("decoding") == top["decoding"], pl.col("prefilling") == 0)
-        return {"value": top["median_request_tps"], "min": float(k["tps"].min()),
-                "max": float(k["tps"].max()), "n": top["n"], "exactness": WINDOW,
-                "source": "window intervals, per stream", "decoding": int(top["decoding"])}
+    fit = _fitted(logs)
+    if fit is not None:   # window lines: the fit's state seen longest
+        ok = fit.filter(pl.col("reason").is_null(), pl.col("seconds") > 0,
+                        pl.col("served_per_stream") > 0)
+        if ok.height:
+            top = ok.sort("seconds", "decoding").row(-1, named=True)
+            return {"value": top["served_per_stream"], "min": top["served_lo"],
+                    "max": top["served_hi"], "n": top["windows"], "exactness": FIT,
+                    "source": "window fit, per stream as served",
+                    "decoding": int(top["decoding"])}
+        return _none(min=None, max=None)
     from logscope.analysis.decode import decode_windows
     t3 = decode_windows(logs).filter(pl.col("source") == "llama:tg_3s", pl.col("tps") > 0)
     if t3.height:   # a pasted excerpt: only the per-slot ~3 s windows
@@ -179,6 +183,16 @@ def aggregate_decode(logs) -> dict:
     """
     from logscope.analysis.concurrency import concurrency
 
+    fit = _fitted(logs)
+    if fit is not None:   # window lines: the fit's states, never the raw intervals
+        ok = fit.filter(pl.col("reason").is_null(), pl.col("decoding") >= 2,
+                        pl.col("aggregate") > 0)
+        if ok.height == 0:
+            return _none(active=None, peak=None, seconds=None, prefilling=None)
+        top = ok.sort("decoding").row(-1, named=True)
+        return {"value": top["aggregate"], "n": top["windows"], "exactness": FIT,
+                "source": "window fit", "active": int(top["decoding"]), "prefilling": 0,
+                "peak": float(ok["aggregate"].max()), "seconds": top["seconds"]}
     c = concurrency(logs).filter(pl.col("decoding") >= 2, pl.col("aggregate_tps").is_not_null())
     if c.height == 0:
         return _none(active=None, peak=None, seconds=None, prefilling=None)
@@ -187,6 +201,14 @@ def aggregate_decode(logs) -> dict:
             "source": top["source"], "active": int(top["decoding"]),
             "prefilling": int(top["prefilling"]),
             "peak": float(c["aggregate_tps"].max()), "seconds": top["seconds"]}
+
+
+def _fitted(logs) -> pl.DataFrame | None:
+    """The window fit's states of a log with SGLang or vLLM window lines, else None."""
+    from logscope.analysis.window_fit import state_fit
+
+    f = state_fit(logs)
+    return f if f.height else None
 
 
 FIGURES = {

@@ -59,6 +59,7 @@ from logscope.analysis.energy import energy_headline, energy_lines
 from logscope.analysis.findings import findings
 from logscope.analysis.iterations import iteration_figures, iteration_lines
 from logscope.analysis.metrics import (
+    FIT,
     MIN_DECODE_TOKENS,
     MIN_PREFILL_TOKENS,
     acceptance_rate,
@@ -179,13 +180,12 @@ def _with_overlap(allreq: pl.DataFrame, req: pl.DataFrame) -> pl.DataFrame:
 def window_table(logs, label: str | None = None) -> pl.DataFrame:
     """SGLang/vLLM rows of the bench table, from their window lines turned into time.
 
-    * ``tg (window) @ decoding=K``: per-stream decode in the state "K requests decoding,
-      nothing prefilling", the figure of :func:`logscope.analysis.concurrency.concurrency`
-      (``median_request_tps``: the time-weighted median of the clean window intervals,
-      :mod:`logscope.analysis.windows`)
-      ± the std of those intervals' per-stream rates; ``n`` = intervals; ``tokens_per_step`` =
-      the state's mean accepted length (SGLang ``accept len`` of its lines; vLLM the
-      ``SpecDecoding metrics`` lines printed with its stats lines), pooled by request-steps.
+    * ``tg (window) @ decoding=K``: per-stream decode as served in the state "K streams
+      decoding" that the window fit identified (:func:`logscope.analysis.window_fit.state_fit`:
+      the rate ``report`` prints beside the clean one; a refused state has no row); ``n`` =
+      intervals holding the state; ``tokens_per_step`` = the state's mean accepted length
+      (SGLang ``accept len`` of its lines; vLLM the ``SpecDecoding metrics`` lines printed
+      with its stats lines), pooled by request-steps.
     * ``pp (chunks) @ dD``: SGLang's chunked prompts timed between consecutive ``Prefill
       batch`` lines with nothing decoding, the rows of :func:`prefill_by_depth` (tokens ÷
       seconds of the bucket's stretches).
@@ -197,24 +197,19 @@ def window_table(logs, label: str | None = None) -> pl.DataFrame:
 
         window_table(logscope.read("sglang.log")).select("test", "tps_mean", "n")
     """
-    from logscope.analysis.windows import decode_intervals
+    from logscope.analysis.window_fit import state_fit
 
     lab = label_of(logs, label)
     rows: list[dict] = []
-    c = concurrency(logs, lab).filter(pl.col("source") == "window intervals",
-                                      pl.col("prefilling") == 0, pl.col("decoding") > 0,
-                                      pl.col("median_request_tps").is_not_null())
-    if c.height:
-        w = decode_intervals(logs, lab).filter(pl.col("flag").is_null(),
-                                               pl.col("prefilling") == 0)
+    fit = state_fit(logs, lab).filter(pl.col("reason").is_null(),
+                                      pl.col("served_per_stream") > 0)
+    if fit.height:
         steps = _window_steps(logs)
-        for r in c.iter_rows(named=True):
+        for r in fit.iter_rows(named=True):
             k = r["decoding"]
-            tps = w.filter(pl.col("decoding") == k)["tps"]
             rows.append({"test": f"tg (window) @ decoding={k}", "kind": "tg",
-                         "depth_bucket": k, "tps_mean": r["median_request_tps"],
-                         "tps_std": tps.std() if tps.len() > 1 else None, "n": r["n"],
-                         "tokens_per_step": steps.get(k)})
+                         "depth_bucket": k, "tps_mean": r["served_per_stream"],
+                         "tps_std": None, "n": r["windows"], "tokens_per_step": steps.get(k)})
     if table(logs, "prefill_batch") is not None:   # the report's own prefill-by-depth rows
         for r in prefill_by_depth(logs, lab).filter(pl.col("kind") == "chunks").iter_rows(
                 named=True):
@@ -530,17 +525,24 @@ def fit_text(fit: dict) -> str:
     return out
 
 
+CURES = ("; a shorter stats interval", "; SGLANG_LOG_MS=1")   # window_fit._cure's openings
+
+
 def _window_fit_lines(rows: list[dict]) -> list[str]:
     """The window fit's figures per state (:mod:`logscope.analysis.window_fit`), or why a
-    state has none."""
-    out = []
+    state has none; the server setting that would let the refused states be read, once."""
+    out, cure = [], ""
     if rows and all(r["reason"] for r in rows):
         out.append("- decode per stream: no state identified by the window fit "
                    "(docs/engines.md); per state:")
     for r in rows:
         k = r["decoding"]
         if r["reason"]:
-            out.append(f"- decode per stream: no figure at {r['reason']}")
+            why = r["reason"]
+            for c in CURES:
+                if c in why:
+                    why, cure = why[:why.index(c)], why[why.index(c) + 2:]
+            out.append(f"- decode per stream: no figure at {why}")
             continue
         model = ("one step time per state" if r.get("model", "per state") == "per state"
                  else "pooled step time b + c·k across states")
@@ -550,6 +552,8 @@ def _window_fit_lines(rows: list[dict]) -> list[str]:
                    f"{_fmt(r['clean_hi'])}), as served {_fmt(r['served_per_stream'])} t/s "
                    f"({_fmt(r['served_lo'])}–{_fmt(r['served_hi'])}), aggregate "
                    f"{_fmt(r['aggregate'])} t/s over {_fmt(r['seconds'], 1)} s")
+    if cure:
+        out.append(f"- to read the refused states: {cure}")
     return out
 
 
@@ -608,11 +612,15 @@ def render(rep: dict, fmt: str = "md") -> str:
                if p["basis"] == "measured" else ": the model, no measured bucket here)")
             if p["tps"] is not None else f"— ({p['why']})")
             for d, p in h.get("prefill_at", {}).items() if p["tps"] is not None]
-        if h["decode"]:
-            d = h["decode"]
-            what = {EXACT: "per request (exact)",
-                    WINDOW: "per stream (server window intervals, weighted by time)"}.get(
-                d["exactness"], f"{d['exactness']}")
+        d = h["decode"]
+        if d and d["exactness"] == FIT:
+            lines.append(f"- decode t/s per stream as served at {d['decoding']} decoding, the "
+                         f"state seen longest (window fit): "
+                         f"{fmt_figure('decode_tps', d['median'])} (95 % CI {_fmt(d['min'])}–"
+                         f"{_fmt(d['max'])}), n = {d['n']} intervals; every state, clean and "
+                         "as served, below")
+        elif d:
+            what = {EXACT: "per request (exact)"}.get(d["exactness"], f"{d['exactness']}")
             if d.get("decoding"):
                 what += f" at {d['decoding']} decoding, the state seen longest"
             lines.append(f"- decode t/s {what}: median {fmt_figure('decode_tps', d['median'])},"
@@ -626,15 +634,14 @@ def render(rep: dict, fmt: str = "md") -> str:
                          f"{fmt_figure('mean_accepted_length', a['mean_len'])} "
                          f"({a['exactness']}, n = {a['n']})")
         lines += served_lines(h.get("served"))
-        fit_of = {r["decoding"]: r for r in h.get("window_fit") or []}
-        if h["aggregate"] and engine in ("sglang", "vllm") and h["aggregate"]["active"] in fit_of:
-            # window lines: the raw intervals mix states; the fit says the state's rate
-            g, r = h["aggregate"], fit_of[h["aggregate"]["active"]]
-            lines.append(f"- decode rate while {g['active']} streams decode: " + (
-                f"{_fmt(r['aggregate'])} t/s (window fit, as served: all tokens ÷ the state's "
-                f"{_fmt(r['seconds'], 1)} s, prompts beside included; the rate while they "
-                "decode, not throughput)" if not r["reason"] else
-                "not identified (the window intervals mix states; see the fit above)"))
+        refused = [r["decoding"] for r in h.get("window_fit") or []
+                   if r["reason"] and r["decoding"] >= 2]
+        if h["aggregate"] and h["aggregate"]["exactness"] == FIT:
+            g = h["aggregate"]
+            lines.append(f"- decode rate while {g['active']} streams decode: "
+                         f"{fmt_figure('aggregate_decode', g['mean_tps'])} t/s (window fit, as "
+                         f"served: all tokens ÷ the state's {_fmt(g['seconds'], 1)} s, prompts "
+                         "beside included; the rate while they decode, not throughput)")
         elif h["aggregate"]:
             g = h["aggregate"]
             lines.append(f"- decode rate while {g['active']} streams decode: "
@@ -642,6 +649,10 @@ def render(rep: dict, fmt: str = "md") -> str:
                          f"(all tokens ÷ {_fmt(g['seconds'], 1)} s with {g['active']} "
                          f"decoding{' and one prefilling' if g['prefilling'] else ''}; "
                          f"{g['exactness']}; the rate while they decode, not throughput)")
+        if refused and engine in ("sglang", "vllm") and (
+                not h["aggregate"] or max(refused) > h["aggregate"]["active"]):
+            lines.append(f"- decode rate while {max(refused)} streams decode: not identified "
+                         "(the window intervals mix states; see the fit above)")
         p = h["pressure"]
         lines.append(f"- pressure: {p['message']}" if p["message"] else
                      f"- pressure: events {p['events'] or 'none'}"
@@ -707,7 +718,9 @@ def render(rep: dict, fmt: str = "md") -> str:
               f"{100 * r['prefill_share']:.0f} %"]
              + ([_fmt(r["tokens_per_j"], 3)] if energy else [])
              for r in st.iter_rows(named=True)]))
-    cc = rep["concurrency"]
+    # window lines: the raw intervals, each at the count it closed with, mix states; their
+    # answer per state is the fit's (the Streams table above), so they are not tabled here
+    cc = rep["concurrency"].filter(pl.col("source") != "window intervals")
     if cc.height:
         parts.append("\n## Decode by concurrency (state = streams decoding, prompts prefilling "
                      "at once; aggregate = all tokens decoded in the state ÷ its seconds, the "

@@ -113,6 +113,17 @@ def acceptance_windows(logs, label: str | None = None) -> pl.DataFrame:
                                          pl.col("mean_len").fill_nan(None)).sort("file", "t")
 
 
+def _spec_tokens(logs) -> int | None:
+    """The draft tokens per step the server was configured with (vLLM ``num_spec_tokens``),
+    when the log holds one value; else None."""
+    cfg = table(logs, "server_config")
+    if cfg is None or "num_spec_tokens" not in cfg.columns:
+        return None
+    ks = cfg.get_column("num_spec_tokens").drop_nulls().cast(pl.Int64, strict=False).drop_nulls()
+    ks = ks.filter(ks > 0).unique()
+    return int(ks[0]) if ks.len() == 1 else None
+
+
 def acceptance_per_position(logs, label: str | None = None) -> pl.DataFrame:
     """Acceptance rate per draft position, one row per (line, position)."""
     schema = {"label": pl.String, "file": pl.String, "task": pl.Int64, "position": pl.Int64,
@@ -193,11 +204,17 @@ def acceptance_units(logs) -> pl.DataFrame:
         ml = col_or_null(sd, "mean_acceptance_length", pl.Float64)
         k = (pl.col("per_position_acceptance_rate").list.len().cast(pl.Float64)
              if "per_position_acceptance_rate" in sd.columns else pl.lit(None, pl.Float64))
+        k_cfg = _spec_tokens(logs)
         drafts = pl.coalesce(pl.when(k > 0).then(dr / k),
-                             pl.when(ml > 1).then(acc / (ml - 1)))
+                             pl.when(ml > 1).then(acc / (ml - 1)),
+                             pl.lit(None if k_cfg is None else 1.0 / k_cfg) * dr)
+        # a line without the mean (0.8.0–0.8.4: "Accepted: A tokens, Drafted: D tokens"):
+        # each draft of the configured k tokens is one step that emits its accepted tokens
+        # and one more, vLLM's own mean (1 + accepted ÷ drafts, 0.8.5+)
+        tokens = pl.coalesce(ml * drafts, drafts + acc)
         parts.append(sd.filter(pl.col("num_draft_tokens") > 0).select(
-            acc.alias("accepted"), dr.alias("drafted"), (ml * drafts).alias("tokens"),
-            pl.when(ml.is_not_null()).then(drafts).alias("steps"),
+            acc.alias("accepted"), dr.alias("drafted"), tokens.alias("tokens"),
+            pl.when(tokens.is_not_null()).then(drafts).alias("steps"),
             pl.lit(WINDOW).alias("exactness"), pl.lit("vllm:spec_decoding").alias("source"),
         ).cast(schema))
     return pl.concat(parts) if parts else pl.DataFrame(schema=schema)
