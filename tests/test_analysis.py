@@ -288,3 +288,34 @@ def test_vllm_mean_accepted_length_from_drafted_and_configured_tokens():
     m = mean_accepted_length(logs)
     assert m["value"] == pytest.approx(1 + acc / (dr / 3))
     assert 1 < m["value"] < 4   # at most k + 1 tokens a step
+
+
+def test_vllm_v0_speculative_totals_are_the_runs_pooled_figures():
+    """V0's "Speculative metrics" count since the engine started: a run's last line holds its
+    totals, k draft tokens a step, each step emitting its accepted tokens and one more."""
+    from logscope.analysis.metrics import acceptance_rate, mean_accepted_length
+
+    logs = logscope.read(str(FIXTURES / "vllm" / "v0.6.3-ngram-journald.log"))
+    last = logs["spec_decoding"].sort("line").row(-1, named=True)
+    k = last["num_spec_tokens"]
+    assert acceptance_rate(logs)["value"] == pytest.approx(
+        last["total_accepted_tokens"] / last["total_draft_tokens"])
+    assert mean_accepted_length(logs)["value"] == pytest.approx(
+        last["total_emitted_tokens"] / (last["total_draft_tokens"] / k))
+
+
+def test_vllm_served_span_leaves_out_the_time_between_runs_and_idle_stretches():
+    """Two runs months apart: the served span is each run's own, summed; a 21-minute gap
+    with no stats line after `Running: 0` is idle, not one interval's work."""
+    from logscope.analysis.served import served
+    from logscope.analysis.windows import decode_intervals
+
+    s = served(logscope.read(str(FIXTURES / "vllm" / "dev-builds-spec.log")))
+    assert s["span_s"] < 60 and s["throughput_tps"] > 50   # not 2,938 tokens over 161 days
+    logs = logscope.read(str(FIXTURES / "vllm" / "v0.6.6-logging-prefix.log"))
+    d = decode_intervals(logs)
+    assert d["seconds"].max() <= 5.0 + 1e-9          # the stats interval, never the idle gap
+    s = served(logs)
+    assert s["idle_s"] > 1200 and s["busy_tps"] < 200
+    parts = s["decode_s"] + s["decode_prefill_s"] + s["prefill_s"] + s["stall_s"] + s["idle_s"]
+    assert parts == pytest.approx(d["seconds"].sum() + s["idle_s"])

@@ -473,12 +473,15 @@ def served_lines(s: dict | None) -> list[str]:
     if s.get("per_stream_tps"):
         out.append(f"- speed per stream as served: {_fmt(s['per_stream_tps'])} t/s "
                    f"({s['per_stream_source']}, n = {s['per_stream_n']}; up to "
-                   f"{s['max_streams']} streams decoding at once)")
-    span = s["span_s"]
+                   f"{s['max_streams']} stream{'s' if s['max_streams'] != 1 else ''} "
+                   "decoding at once)")
     parts = [(w, s[k]) for k, w in (("decode_s", "decode"),
                                     ("decode_prefill_s", "decode + prefill"),
                                     ("prefill_s", "prefill"), ("stall_s", "stall"),
                                     ("idle_s", "idle")) if s[k]]
+    # shares of the time the states account for: the span itself on a request log; on window
+    # lines the intervals, where the span's edge intervals count only their busy part
+    span = sum(v for _, v in parts) or s["span_s"]
     out.append("- the served span: " + ", ".join(
         f"{w} {v:,.1f} s ({100 * v / span:.0f} %)" for w, v in parts))
     return out

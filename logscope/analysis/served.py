@@ -150,16 +150,21 @@ def served(logs, label: str | None = None) -> dict:
             tokens, span = wt["tokens"], wt["seconds"]
             busy = min(busy, span)
         su = served_units(logs)
+        n_units = None
         if su is not None and su[1].sum() > 0:
             v, w = np.array([su[0].sum() / su[1].sum()]), np.array([1.0])
             src = "all tokens ÷ stream-seconds of the window intervals"
-        basis = "from the first window interval to the last line"
+            n_units = int((su[1] > 0).sum())   # the intervals pooled
+        basis = "from the first window interval to the last line of each run"
+    else:
+        n_units = None
     out.update(
         completion_tokens=tokens, span_s=span, busy_s=busy,
         requests=req.height if req is not None else None,
         throughput_tps=tokens / span if span > 0 else None,
         busy_tps=tokens / busy if busy > 0 else None,
-        per_stream_tps=weighted_median(v, w) if len(v) else None, per_stream_n=len(v),
+        per_stream_tps=weighted_median(v, w) if len(v) else None,
+        per_stream_n=n_units if n_units is not None else len(v),
         per_stream_source=src or None,
         decode_s=secs.get("decode", 0.0), decode_prefill_s=secs.get("decode + prefill", 0.0),
         prefill_s=secs.get("prefill", 0.0), stall_s=secs.get("stall", 0.0),

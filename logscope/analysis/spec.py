@@ -217,4 +217,19 @@ def acceptance_units(logs) -> pl.DataFrame:
             pl.when(tokens.is_not_null()).then(drafts).alias("steps"),
             pl.lit(WINDOW).alias("exactness"), pl.lit("vllm:spec_decoding").alias("source"),
         ).cast(schema))
+    if sd is not None and col(sd, "total_draft_tokens") and col(sd, "num_spec_tokens"):
+        # V0 ("Speculative metrics"): counters since the engine started, so a run's last
+        # line holds its totals; k draft tokens a step, each step emitting its accepted
+        # tokens and one more ("Number of emitted tokens")
+        v0 = (sd.filter(pl.col("total_draft_tokens") > 0, pl.col("num_spec_tokens") > 0)
+              .sort("file", "run", "line").group_by("file", "run", maintain_order=True)
+              .agg(pl.all().last()))
+        steps = pl.col("total_draft_tokens").cast(pl.Float64) / pl.col("num_spec_tokens")
+        acc = col_or_null(v0, "total_accepted_tokens", pl.Float64)
+        parts.append(v0.select(
+            acc.alias("accepted"), pl.col("total_draft_tokens").cast(pl.Float64).alias("drafted"),
+            pl.coalesce(col_or_null(v0, "total_emitted_tokens", pl.Float64), steps + acc)
+            .alias("tokens"), steps.alias("steps"),
+            pl.lit(WINDOW).alias("exactness"), pl.lit("vllm:spec_decoding").alias("source"),
+        ).cast(schema))
     return pl.concat(parts) if parts else pl.DataFrame(schema=schema)

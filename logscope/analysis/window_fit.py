@@ -71,7 +71,7 @@ import numpy as np
 import polars as pl
 
 from logscope.analysis._util import col_or_null, label_of, table, with_time
-from logscope.analysis.windows import DECODE_LOG_INTERVAL, resolution_s
+from logscope.analysis.windows import DECODE_LOG_INTERVAL, resolution_s, stats_interval
 
 MIN_WINDOWS = 3          # intervals that must hold a state for its step to be a term
 MAX_REL_WIDTH = 0.5      # a 95 % interval wider than half the figure: not identified
@@ -284,11 +284,11 @@ def _vllm(logs) -> _Windows | None:
                                   "mean_acceptance_length").iter_rows():
             if v is not None and math.isfinite(v):
                 mal[(f, ln)] = v
-    gaps = df.with_columns(pl.col("t").diff().over("file").alias("gap"))["gap"].drop_nulls()
-    gaps = gaps.filter(gaps > 0)
-    if gaps.len() == 0:
+    gaps = df.with_columns(pl.col("t").diff().over("file").alias("gap"))["gap"]
+    # the stats interval: lines come every interval when busy, later after idle
+    interval = stats_interval(gaps, resolution_s(logs) or 0.0)
+    if interval is None:
         return None
-    interval = float(gaps.median())   # the stats interval: lines come every interval when busy
     # a line comes a little after each interval (the API server's log loop), so whole-second
     # stamps now and then show one second more than the interval: not an idle stretch
     idle_gap = 1.5 * interval + (resolution_s(logs) or 0.0)
@@ -1028,7 +1028,8 @@ def prefill_fit(logs, label: str | None = None) -> pl.DataFrame:
 
 def window_throughput(logs) -> dict | None:
     """Served throughput from window lines: all tokens generated ÷ the span from the first
-    interval's start to the last line (idle included, as a client sees it). vLLM: the span
+    interval's start to the last line of each server run, summed over the runs (idle inside a
+    run included, as a client sees it; the time between two runs is not served). vLLM: each span
     runs from the first to the last interval that computed a token; those two intervals are
     partly idle (the run starts and ends inside them), so each counts the seconds its tokens
     took at its neighbour's rate.
@@ -1041,25 +1042,28 @@ def window_throughput(logs) -> dict | None:
     if w is None:
         return None
     tok = float(w.tok.sum())
+    span = 0.0   # summed over the runs: a server down between two runs serves nobody
     if w.engine == "vllm":
         es, _ = with_time(table(logs, "engine_stats"))
         act = es.filter((pl.col("gen_throughput").fill_null(0) > 0)
                         | (pl.col("prompt_throughput").fill_null(0) > 0)).sort("t")
         T = float(w.T[0])
-        g = act["gen_throughput"].fill_null(0).to_numpy()
-        span = float(act["t"].max() - act["t"].min()) + T
-        if len(g) >= 3:
-            for edge, nb in ((0, 1), (-1, -2)):
-                if g[nb] > 0:
-                    span -= T - min(T, T * g[edge] / g[nb])
+        for _, run in act.group_by("file", "run", maintain_order=True):
+            g = run["gen_throughput"].fill_null(0).to_numpy()
+            span += float(run["t"].max() - run["t"].min()) + T
+            if len(g) >= 3:
+                for edge, nb in ((0, 1), (-1, -2)):
+                    if g[nb] > 0:
+                        span -= T - min(T, T * g[edge] / g[nb])
     else:
-        db = table(logs, "decode_batch")
-        pb = table(logs, "prefill_batch")
-        ts = [with_time(x)[0]["ts"] for x in (db, pb) if x is not None]
-        t = pl.concat(ts)
-        if t.max() is None:   # lines without a clock: no span to divide by
+        parts = [with_time(x)[0].select("file", "run", "ts") for x in
+                 (table(logs, "decode_batch"), table(logs, "prefill_batch")) if x is not None]
+        t = pl.concat(parts, how="vertical_relaxed")
+        if t["ts"].max() is None:   # lines without a clock: no span to divide by
             return None
-        span = (t.max() - t.min()).total_seconds()
+        span = float(t.group_by("file", "run").agg(
+            (pl.col("ts").max() - pl.col("ts").min()).dt.total_microseconds())
+            ["ts"].sum() or 0) / 1e6
     return {"tokens": tok, "seconds": span, "tps": tok / span if span > 0 else None}
 
 

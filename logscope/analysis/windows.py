@@ -45,6 +45,7 @@ MIN_RESOLUTIONS = 4      # a stretch timed to ±1 step must span 4 (error at mos
 SPANS_PREFILL = "spans a prefill batch"
 SPANS_STALL = "spans idle or a stall (interval far longer than the log's usual)"
 MIXED = "running count changed inside the interval (states mixed)"
+FIRST = "the run's first interval (idle before its first request may be inside)"
 SAMPLE_SCHEMA = {"label": pl.String, "file": pl.String, "run": pl.Int32, "slot": pl.Int64,
                  "task": pl.Int64, "unit": pl.String, "decoding": pl.Int16,
                  "prefilling": pl.Int16, "tokens": pl.Float64, "seconds": pl.Float64,
@@ -112,8 +113,15 @@ def _intervals(logs) -> pl.DataFrame | None:
         pl.col("_run").shift(1).over(g).alias("_run0"),
         pl.col("_pcum").shift(1).over(g).alias("_pc0"))
     pref = (pl.col("_pcum") > pl.col("_pc0")).fill_null(False)
-    if "_pthr" in d.columns:
+    vllm = "_pthr" in d.columns
+    if vllm:
         pref = pref | (pl.col("_pthr").fill_null(0) > 0)
+        # a stats line covers the interval before it, the run's first line too (which may
+        # hold idle before the run's first request: flagged)
+        res = resolution_s(logs) or 0.0
+        interval = stats_interval(d.select(pl.col("t") - pl.col("_t0")).to_series(), res)
+        d = d.with_columns(pl.col("_t0").is_null().alias("_first"),
+                           pl.col("_t0").fill_null(pl.col("t") - (interval or 0.0)))
     d = d.filter(pl.col("_t0").is_not_null(), pl.col("_run") > 0, pl.col("_thr") > 0)
     secs = pl.col("t") - pl.col("_t0")
     if "_pthr" not in d.columns and (resolution_s(logs) or 0) >= 1:
@@ -122,6 +130,12 @@ def _intervals(logs) -> pl.DataFrame | None:
         # divides by is those tokens ÷ the throughput (the stamps only bound it)
         step = pl.col("_acc").fill_null(1.0) if "_acc" in d.columns else pl.lit(1.0)
         secs = DECODE_LOG_INTERVAL * pl.col("_run") * step / pl.col("_thr")
+    if vllm:
+        # vLLM: a line comes every stats interval while work runs; after an idle stretch (no
+        # line for longer) its throughputs cover one interval (V1 logs idle intervals below
+        # INFO), the rest of the gap is idle, as the window fit reads it
+        gap = pl.col("t") - pl.col("_t0")
+        secs = pl.when(gap > 1.5 * (interval or 0.0) + res).then(interval).otherwise(gap)
     d = d.with_columns(secs.alias("seconds"), pref.alias("_pref"))
     # a stall is an interval far longer than its neighbours (of the same group, prefill-free):
     # decode that slows down for good (a deep context on a CPU) is slow in every neighbour too
@@ -131,8 +145,10 @@ def _intervals(logs) -> pl.DataFrame | None:
     stall = (pl.col("seconds") > STALL_FACTOR * pl.col("_typical")).fill_null(False)
     # an interval whose running count differs at its two ends mixed states
     mixed = (pl.col("_run0") != pl.col("_run")).fill_null(False)
+    first = pl.col("_first") if vllm else pl.lit(False)
     return d.with_columns(
         pl.when(pl.col("_pref")).then(pl.lit(SPANS_PREFILL))
+        .when(first).then(pl.lit(FIRST))
         .when(stall).then(pl.lit(SPANS_STALL))
         .when(mixed).then(pl.lit(MIXED)).alias("flag"))
 
@@ -169,10 +185,22 @@ def window_timeline(logs, label: str | None = None) -> pl.DataFrame:
     d = _intervals(logs)
     if d is None or d.height == 0:
         return pl.DataFrame(schema=TIMELINE_SCHEMA)
-    return d.select(pl.lit(lab).alias("label"), "file", "run", pl.col("_t0").alias("t0"),
+    t0 = pl.col("t") - pl.col("seconds") if "_pthr" in d.columns else pl.col("_t0")
+    return d.select(pl.lit(lab).alias("label"), "file", "run", t0.alias("t0"),
                     pl.col("t").alias("t1"), pl.col("_run").alias("decoding"),
                     pl.col("_pref").cast(pl.Int16).alias("prefilling")
                     ).filter(pl.col("t1") > pl.col("t0")).cast(TIMELINE_SCHEMA)
+
+
+def stats_interval(gaps: pl.Series, resolution: float = 0.0) -> float | None:
+    """vLLM's stats interval from the gaps between its lines: they come every interval while
+    work runs and later after idle, so the median of the gaps near the shortest common one
+    (within 1.5 × the lower quartile + the stamps' resolution), not of all of them."""
+    g = gaps.drop_nulls().filter(gaps.drop_nulls() > 0)
+    if g.len() == 0:
+        return None
+    base = float(g.quantile(0.25, "lower"))
+    return float(g.filter(g <= 1.5 * base + resolution).median())
 
 
 def resolution_s(logs) -> float | None:
