@@ -319,3 +319,25 @@ def test_vllm_served_span_leaves_out_the_time_between_runs_and_idle_stretches():
     assert s["idle_s"] > 1200 and s["busy_tps"] < 200
     parts = s["decode_s"] + s["decode_prefill_s"] + s["prefill_s"] + s["stall_s"] + s["idle_s"]
     assert parts == pytest.approx(d["seconds"].sum() + s["idle_s"])
+
+
+def test_sglang_time_only_stamps_go_on_past_midnight():
+    """``[HH:MM:SS TP0]`` stamps (before 0.3.4) carry no date: a log that runs past midnight
+    goes on into the next day, not back to the morning of the same one."""
+    logs = logscope.read(str(FIXTURES / "sglang" / "v0.3.0-hms-tp.log"))
+    ts = pl.concat([logs["prefill_batch"].select("line", "ts"),
+                    logs["decode_batch"].select("line", "ts")]).sort("line")["ts"]
+    assert ts.is_sorted()
+    assert (ts.max() - ts.min()).total_seconds() < 3600
+
+
+def test_vllm_stats_interval_is_read_per_server_run():
+    """A restart onto a release with another stats interval (5 s, then 10 s): each run's
+    tokens are its lines' throughputs × its own interval."""
+    from logscope.analysis.window_fit import window_throughput
+
+    logs = logscope.read(str(FIXTURES / "vllm" / "v0.7.3-v0.8.2-upgrade-compose.log"))
+    es = logs["engine_stats"].sort("line")
+    want = sum(float(g["gen_throughput"].sum()) * (5.0 if r == 1 else 10.0)
+               for (r,), g in es.group_by("run"))
+    assert window_throughput(logs)["tokens"] == pytest.approx(want)

@@ -261,6 +261,11 @@ def _window_states(logs, lab: str) -> tuple[pl.DataFrame, pl.DataFrame]:
     if tl.height:
         span = tl.group_by("file", "run").agg((pl.col("t1").max() - pl.col("t0").min())
                                                .alias("_span"))
+        from logscope.analysis.window_fit import window_spans
+        ws = window_spans(logs)
+        if ws is not None:   # the run's span as served throughput reads it, where longer
+            span = span.join(ws.rename({"seconds": "_ws"}), on=["file", "run"], how="left") \
+                .select("file", "run", pl.max_horizontal("_span", "_ws").alias("_span"))
         used = s.group_by("file", "run").agg(pl.col("seconds").sum().alias("_used"))
         rest = span.join(used, on=["file", "run"], how="left").select(
             pl.lit(lab).alias("label"), "file", "run", pl.lit(None, pl.Float64).alias("t0"),

@@ -71,7 +71,7 @@ import numpy as np
 import polars as pl
 
 from logscope.analysis._util import col_or_null, label_of, table, with_time
-from logscope.analysis.windows import DECODE_LOG_INTERVAL, resolution_s, stats_interval
+from logscope.analysis.windows import DECODE_LOG_INTERVAL, resolution_s, run_intervals
 
 MIN_WINDOWS = 3          # intervals that must hold a state for its step to be a term
 MAX_REL_WIDTH = 0.5      # a 95 % interval wider than half the figure: not identified
@@ -269,14 +269,14 @@ def _vllm(logs) -> _Windows | None:
     if es is None or "gen_throughput" not in es.columns:
         return None
     df, basis = with_time(es.select(
-        "file", "line", "ts", "t_rel",
+        "file", pl.col("run").alias("srv"), "line", "ts", "t_rel",
         pl.col("gen_throughput").cast(pl.Float64).alias("gthr"),
         col_or_null(es, "prompt_throughput", pl.Float64).alias("pthr"),
         pl.col("running_reqs").cast(pl.Int64).alias("run"),
         col_or_null(es, "kv_cache_usage_pct", pl.Float64).alias("kv")))
     if basis != "s":
         return None
-    df = df.with_columns(pl.col("file").cast(pl.String)).sort("file", "t", "line")
+    df = df.with_columns(pl.col("file").cast(pl.String)).sort("file", "srv", "t", "line")
     sd = table(logs, "spec_decoding")
     mal: dict[tuple[str, int], float] = {}
     if sd is not None and "mean_acceptance_length" in sd.columns:
@@ -284,22 +284,24 @@ def _vllm(logs) -> _Windows | None:
                                   "mean_acceptance_length").iter_rows():
             if v is not None and math.isfinite(v):
                 mal[(f, ln)] = v
-    gaps = df.with_columns(pl.col("t").diff().over("file").alias("gap"))["gap"]
-    # the stats interval: lines come every interval when busy, later after idle
-    interval = stats_interval(gaps, resolution_s(logs) or 0.0)
-    if interval is None:
+    # the stats interval of each server run: lines come every interval when busy, later
+    # after idle
+    res = resolution_s(logs) or 0.0
+    per_run = run_intervals(df.select("file", pl.col("srv").alias("run"), "t"), res)
+    if not per_run:
         return None
-    # a line comes a little after each interval (the API server's log loop), so whole-second
-    # stamps now and then show one second more than the interval: not an idle stretch
-    idle_gap = 1.5 * interval + (resolution_s(logs) or 0.0)
     max_run = int(df["run"].max() or 0)
     rows = []
     spec_lines = sorted(mal)
     edges: list[tuple[bool, bool]] = []   # per row: starts after idle, ends before idle
     snaps: list[tuple[int, int, float, float, float]] = []
-    for _f, g in df.group_by("file", maintain_order=True):
+    for _f, g in df.group_by("file", "srv", maintain_order=True):
         prev_t, prev_run, prev_kv = None, 0, None
         gl = g.rows(named=True)
+        interval = per_run[(_f[0], _f[1])]
+        # a line comes a little after each interval (the API server's log loop), so
+        # whole-second stamps now and then show one second more than the interval: not idle
+        idle_gap = 1.5 * interval + res
         for li, r in enumerate(gl):
             T = interval
             nxt = gl[li + 1] if li + 1 < len(gl) else None
@@ -354,7 +356,9 @@ def _vllm(logs) -> _Windows | None:
         if max_run <= 1:
             w.notes.append("the log never shows more than one request running: every prompt "
                            "ran alone, none is charged to a stream")
-        w.notes.append(f"stats interval {interval:g} s (vLLM's {VLLM_INTERVAL_ENV})")
+        ivs = sorted(set(per_run.values()))
+        w.notes.append(f"stats interval {' / '.join(f'{x:g}' for x in ivs)} s (vLLM's "
+                       f"{VLLM_INTERVAL_ENV}{', per server run' if len(ivs) > 1 else ''})")
     return w
 
 
@@ -1026,46 +1030,64 @@ def prefill_fit(logs, label: str | None = None) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=PREFILL_FIT_SCHEMA)
 
 
-def window_throughput(logs) -> dict | None:
-    """Served throughput from window lines: all tokens generated ÷ the span from the first
-    interval's start to the last line of each server run, summed over the runs (idle inside a
-    run included, as a client sees it; the time between two runs is not served). vLLM: each span
-    runs from the first to the last interval that computed a token; those two intervals are
+def window_spans(logs) -> pl.DataFrame | None:
+    """Per server run (``file``, ``run``), the ``seconds`` its window lines span: from the first
+    interval's start to the last line (idle inside the run included, as a client sees it).
+    vLLM: from the first to the last interval that computed a token; those two intervals are
     partly idle (the run starts and ends inside them), so each counts the seconds its tokens
-    took at its neighbour's rate.
+    took at its neighbour's rate. None without window lines or a clock.
+
+    Example::
+
+        window_spans(logscope.read("vllm.log"))["seconds"].sum()
+    """
+    w = _windows(logs)
+    if w is None:
+        return None
+    rows = []
+    if w.engine == "vllm":
+        es, _ = with_time(table(logs, "engine_stats"))
+        act = es.filter((pl.col("gen_throughput").fill_null(0) > 0)
+                        | (pl.col("prompt_throughput").fill_null(0) > 0)).sort("t")
+        per_run = run_intervals(es.select(pl.col("file").cast(pl.String), "run", "t"),
+                                resolution_s(logs) or 0.0)
+        for (f, r), run in act.group_by("file", "run", maintain_order=True):
+            T = per_run.get((str(f), r), float(w.T[0]))
+            g = run["gen_throughput"].fill_null(0).to_numpy()
+            span = float(run["t"].max() - run["t"].min()) + T
+            if len(g) >= 3:
+                for edge, nb in ((0, 1), (-1, -2)):
+                    if g[nb] > 0:
+                        span -= T - min(T, T * g[edge] / g[nb])
+            rows.append((str(f), r, span))
+    else:
+        parts = [with_time(x)[0].select(pl.col("file").cast(pl.String), "run", "ts") for x in
+                 (table(logs, "decode_batch"), table(logs, "prefill_batch")) if x is not None]
+        t = pl.concat(parts, how="vertical_relaxed").drop_nulls("ts")
+        if t.height == 0:   # lines without a clock: no span to divide by
+            return None
+        rows = t.group_by("file", "run", maintain_order=True).agg(
+            (pl.col("ts").max() - pl.col("ts").min()).dt.total_microseconds() / 1e6).rows()
+    return pl.DataFrame(rows, schema={"file": pl.String, "run": pl.Int32,
+                                      "seconds": pl.Float64}, orient="row")
+
+
+def window_throughput(logs) -> dict | None:
+    """Served throughput from window lines: all tokens generated ÷ the spans of the server
+    runs (:func:`window_spans`), summed: the time between two runs is not served.
 
     Example::
 
         window_throughput(logscope.read("vllm.log"))["tps"]
     """
     w = _windows(logs)
-    if w is None:
+    spans = window_spans(logs)
+    if w is None or spans is None:
         return None
-    tok = float(w.tok.sum())
-    span = 0.0   # summed over the runs: a server down between two runs serves nobody
-    if w.engine == "vllm":
-        es, _ = with_time(table(logs, "engine_stats"))
-        act = es.filter((pl.col("gen_throughput").fill_null(0) > 0)
-                        | (pl.col("prompt_throughput").fill_null(0) > 0)).sort("t")
-        T = float(w.T[0])
-        for _, run in act.group_by("file", "run", maintain_order=True):
-            g = run["gen_throughput"].fill_null(0).to_numpy()
-            span += float(run["t"].max() - run["t"].min()) + T
-            if len(g) >= 3:
-                for edge, nb in ((0, 1), (-1, -2)):
-                    if g[nb] > 0:
-                        span -= T - min(T, T * g[edge] / g[nb])
-    else:
-        parts = [with_time(x)[0].select("file", "run", "ts") for x in
-                 (table(logs, "decode_batch"), table(logs, "prefill_batch")) if x is not None]
-        t = pl.concat(parts, how="vertical_relaxed")
-        if t["ts"].max() is None:   # lines without a clock: no span to divide by
-            return None
-        span = float(t.group_by("file", "run").agg(
-            (pl.col("ts").max() - pl.col("ts").min()).dt.total_microseconds())
-            ["ts"].sum() or 0) / 1e6
+    tok, span = float(w.tok.sum()), float(spans["seconds"].sum())
     return {"tokens": tok, "seconds": span, "tps": tok / span if span > 0 else None}
 
 
 __all__ = ["state_fit", "state_fit_replicates", "served_units", "window_throughput",
+           "window_spans",
            "STATE_FIT_SCHEMA", "PREFILL_FIT_SCHEMA"]

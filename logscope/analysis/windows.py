@@ -119,9 +119,12 @@ def _intervals(logs) -> pl.DataFrame | None:
         # a stats line covers the interval before it, the run's first line too (which may
         # hold idle before the run's first request: flagged)
         res = resolution_s(logs) or 0.0
-        interval = stats_interval(d.select(pl.col("t") - pl.col("_t0")).to_series(), res)
-        d = d.with_columns(pl.col("_t0").is_null().alias("_first"),
-                           pl.col("_t0").fill_null(pl.col("t") - (interval or 0.0)))
+        per = run_intervals(d.select("file", "run", "t"), res)
+        interval = pl.struct("file", "run").map_elements(
+            lambda k: per.get((k["file"], k["run"]), 0.0), return_dtype=pl.Float64)
+        d = d.with_columns(interval.alias("_T")).with_columns(
+            pl.col("_t0").is_null().alias("_first"),
+            pl.col("_t0").fill_null(pl.col("t") - pl.col("_T")))
     d = d.filter(pl.col("_t0").is_not_null(), pl.col("_run") > 0, pl.col("_thr") > 0)
     secs = pl.col("t") - pl.col("_t0")
     if "_pthr" not in d.columns and (resolution_s(logs) or 0) >= 1:
@@ -135,7 +138,7 @@ def _intervals(logs) -> pl.DataFrame | None:
         # line for longer) its throughputs cover one interval (V1 logs idle intervals below
         # INFO), the rest of the gap is idle, as the window fit reads it
         gap = pl.col("t") - pl.col("_t0")
-        secs = pl.when(gap > 1.5 * (interval or 0.0) + res).then(interval).otherwise(gap)
+        secs = pl.when(gap > 1.5 * pl.col("_T") + res).then(pl.col("_T")).otherwise(gap)
     d = d.with_columns(secs.alias("seconds"), pref.alias("_pref"))
     # a stall is an interval far longer than its neighbours (of the same group, prefill-free):
     # decode that slows down for good (a deep context on a CPU) is slow in every neighbour too
@@ -201,6 +204,19 @@ def stats_interval(gaps: pl.Series, resolution: float = 0.0) -> float | None:
         return None
     base = float(g.quantile(0.25, "lower"))
     return float(g.filter(g <= 1.5 * base + resolution).median())
+
+
+def run_intervals(df: pl.DataFrame, resolution: float = 0.0) -> dict[tuple, float]:
+    """vLLM's stats interval per server run (``file``, ``run``; lines with ``t``), each from
+    its own gaps (a restart may change ``VLLM_LOG_STATS_INTERVAL`` or the release's default),
+    a run with too few lines taking the log's; empty without a gap to read."""
+    gaps = df.sort("file", "run", "t").with_columns(
+        pl.col("t").diff().over("file", "run").alias("_gap"))
+    every = stats_interval(gaps["_gap"], resolution)
+    if every is None:
+        return {}
+    return {(str(f), r): stats_interval(g["_gap"], resolution) or every
+            for (f, r), g in gaps.group_by("file", "run")}
 
 
 def resolution_s(logs) -> float | None:

@@ -31,6 +31,7 @@ class SglangStream(Stream):
     def __init__(self, mtimes: dict[str, float | None]) -> None:
         super().__init__(mtimes)
         self.runs = ConfigRuns(["prefill_batch", "decode_batch"])
+        self.clock_days: dict[str, tuple[float | None, int]] = {}   # file -> (last time, days)
 
     def step(self, rows: pl.DataFrame, fields: Fields) -> tuple[pl.DataFrame, Fields]:
         df = ensure(rows, {"sg_date": pl.String, "sg_time": pl.String, "sg_msec": pl.Int64,
@@ -42,6 +43,8 @@ class SglangStream(Stream):
         ts = stamp.str.to_datetime("%Y-%m-%d %H:%M:%S", strict=False, time_unit="us") \
             .dt.replace_time_zone("UTC")
         ts = ts + pl.duration(milliseconds=pl.col("sg_msec").fill_null(0))
+        df = self._past_midnight(df)
+        ts = ts + pl.duration(days=pl.col("_days"))
         df = df.with_columns(
             ts.alias("ts"),
             pl.when(pl.col("sg_time").is_null()).then(None)
@@ -59,7 +62,33 @@ class SglangStream(Stream):
             # item beside a cut may itself be short, so the row says so
             pl.when(pl.col("variant").str.ends_with("_damaged")).then(True).alias("partial"),
         )
-        return self.runs(df), fields
+        return self.runs(df.drop("_days")), fields
+
+    def _past_midnight(self, df: pl.DataFrame) -> pl.DataFrame:
+        """``_days``: the midnights a time-only stamp (``[HH:MM:SS TP0]``) has passed since
+        the file's first, counted where the time of day falls back by more than 12 hours
+        from the line before (kept across batches): a log that runs past midnight goes on."""
+        time_only = pl.col("sg_date").is_null() & pl.col("sg_time").is_not_null()
+        tod = pl.col("sg_time").str.to_time("%H:%M:%S", strict=False).cast(pl.Int64) / 1e9
+        df = df.with_columns(pl.when(time_only).then(tod).alias("_tod"))
+        if df["_tod"].null_count() == df.height:
+            return df.with_columns(pl.lit(0, pl.Int64).alias("_days")).drop("_tod")
+        parts = []
+        for (f,), g in df.with_row_index("_i").partition_by(
+                "file", as_dict=True, maintain_order=True).items():
+            last, days = self.clock_days.get(f, (None, 0))
+            tods = g["_tod"].to_list()
+            out = []
+            for t in tods:
+                if t is not None:
+                    if last is not None and last - t > 43200:
+                        days += 1
+                    last = t
+                out.append(days)
+            self.clock_days[f] = (last, days)
+            parts.append(g.select("_i", pl.Series("_days", out, dtype=pl.Int64)))
+        order = pl.concat(parts).sort("_i")["_days"]
+        return df.with_columns(order).drop("_tod")
 
     def derived(self, tables: AnyTables) -> Tables:
         """``requests`` from the request log's finish records (``sglang_requests``)."""
