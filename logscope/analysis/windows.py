@@ -120,9 +120,11 @@ def _intervals(logs) -> pl.DataFrame | None:
         # hold idle before the run's first request: flagged)
         res = resolution_s(logs) or 0.0
         per = run_intervals(d.select("file", "run", "t"), res)
-        interval = pl.struct("file", "run").map_elements(
-            lambda k: per.get((k["file"], k["run"]), 0.0), return_dtype=pl.Float64)
-        d = d.with_columns(interval.alias("_T")).with_columns(
+        per_df = pl.DataFrame([(f, r, v) for (f, r), v in per.items()], orient="row",
+                              schema={"file": pl.String, "run": d.schema["run"],
+                                      "_T": pl.Float64})
+        d = d.join(per_df, on=["file", "run"], how="left", maintain_order="left").with_columns(
+            pl.col("_T").fill_null(0.0)).with_columns(
             pl.col("_t0").is_null().alias("_first"),
             pl.col("_t0").fill_null(pl.col("t") - pl.col("_T")))
     d = d.filter(pl.col("_t0").is_not_null(), pl.col("_run") > 0, pl.col("_thr") > 0)
