@@ -398,14 +398,14 @@ def _decode_aggregate(a, b, names, rng) -> dict:
     fitted = _window_aggregate(a, b, names)
     if fitted is not None and fitted.get("ratio") is not None:
         return fitted
+    if fitted is not None:   # window logs: a raw interval mixes states; the fit's reason
+        return _row("decode_aggregate", None, names, what, fitted["why"])
     sa, sb = units(a), units(b)
     common = set(sa["decoding"].to_list()) & set(sb["decoding"].to_list())
     common.discard(1)
     if not common:
-        why = "no state with 2 or more streams decoding on both sides"
-        if fitted is not None:   # window logs: the fit's reason and the cure
-            why = fitted["why"]
-        return _row("decode_aggregate", None, names, what, why)
+        return _row("decode_aggregate", None, names, what,
+                    "no state with 2 or more streams decoding on both sides")
     k = max(common)
     ga, gb = sa.filter(pl.col("decoding") == k), sb.filter(pl.col("decoding") == k)
     r = _pooled_ratio((ga["tokens"].to_numpy(), ga["_state_s"].to_numpy()),
