@@ -105,7 +105,7 @@ def prefill() -> None:
         pts = prefill_points(logscope.read(str(log)))
         if pts.height == 0:
             print(f"| sglang/{n} | — | — | — | none (no chunked prompt timed: single chunks, "
-                  "or stretches under 4 s at whole-second stamps) | — |")
+                  "or stretches under 10 timestamp steps) | — |")
         for r in pts.iter_rows(named=True):
             best = None
             for p in {c["prompt"] for c in chunks if c["start"] == r["depth_start"]}:

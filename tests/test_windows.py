@@ -69,9 +69,10 @@ def test_intervals_spanning_a_prefill_are_flagged_not_averaged(log):
 @pytest.mark.parametrize("log", [p for p in RENDERED if "spec-c256k" in p.name],
                          ids=lambda p: p.name)
 def test_prefill_by_depth_from_chunked_prompts_within_10pct(log):
-    """Each stretch (consecutive chunks of one prompt, merged to >= 4 s at whole-second
-    stamps) against the true rate of those chunks; two prompts can share a start, so the
-    stretch is compared with the one whose chunks it spans best. (The q8kv run's prompts are
+    """Each stretch (consecutive chunks of one prompt, merged to >= 10 s at whole-second
+    stamps, so the timing error is at most 10 %) against the true rate of those chunks; two
+    prompts can share a start, so the stretch is compared with the one whose chunks it spans
+    best. (The q8kv run's prompts are
     all too short to time at whole-second stamps: no stretch, none invented.)"""
     chunks = _truth(log)["prefill_chunks"]
     pts = prefill_points(logscope.read(str(log)))
