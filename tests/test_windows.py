@@ -72,8 +72,8 @@ def test_prefill_by_depth_from_chunked_prompts_within_10pct(log):
     """Each stretch (consecutive chunks of one prompt, merged to >= 10 s at whole-second
     stamps, so the timing error is at most 10 %) against the true rate of those chunks; two
     prompts can share a start, so the stretch is compared with the one whose chunks it spans
-    best. (The q8kv run's prompts are
-    all too short to time at whole-second stamps: no stretch, none invented.)"""
+    best. (The q8kv run's prompts are all too short to time at whole-second stamps: see the
+    test below.)"""
     chunks = _truth(log)["prefill_chunks"]
     pts = prefill_points(logscope.read(str(log)))
     assert pts.height >= 1
@@ -86,3 +86,15 @@ def test_prefill_by_depth_from_chunked_prompts_within_10pct(log):
                 true = r["tokens"] / sum(c["seconds"] for c in ch)
                 errs.append(abs(r["tps"] / true - 1))
         assert errs and min(errs) <= 0.10, (r, errs)
+
+
+def test_a_prompt_too_short_for_its_stamps_gives_no_prefill_point():
+    """Whole-second stamps time a stretch to ±1 s: one under 10 s could be off by more than
+    10 %, so none is given. The q8kv run's longest prompt took 3.3 s: a 4-step floor read it
+    as 4 s (−17.9 %); every stretch given spans 10 steps."""
+    log = FIXTURES / "sglang" / "rendered" / "q8kv-c256k-np2.log"
+    assert prefill_points(logscope.read(str(log))).height == 0
+    for log in RENDERED:
+        pts = prefill_points(logscope.read(str(log)))
+        assert (pts.get_column("seconds") >= 10 * 0.001 if "-ms" in log.name
+                else pts.get_column("seconds") >= 10).all(), log.name

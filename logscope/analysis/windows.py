@@ -40,8 +40,7 @@ from logscope.analysis._util import WINDOW, col_or_null, label_of, table, with_t
 STALL_FACTOR = 4.0
 STALL_NEIGHBOURS = 3     # intervals each side that say what "usual" is around an interval
 DECODE_LOG_INTERVAL = 40  # SGLang's default --decode-log-interval (forward steps per line)
-MERGE_RESOLUTIONS = 10
-MIN_RESOLUTIONS = 10     # a stretch timed to ±1 step must span 10 (error at most 10 %)
+MERGE_RESOLUTIONS = 10   # a stretch timed to ±1 step must span 10 (error at most 10 %)
 SPANS_PREFILL = "spans a prefill batch"
 SPANS_STALL = "spans idle or a stall (interval far longer than the log's usual)"
 MIXED = "running count changed inside the interval (states mixed)"
@@ -239,9 +238,8 @@ def prefill_points(logs, label: str | None = None) -> pl.DataFrame:
     microsecond timing of that interval) gives the seconds where printed, else the timestamps
     do (``solo``: no request was decoding at either line). Consecutive chunks of one prompt are
     merged until they span ``MERGE_RESOLUTIONS`` timestamp resolutions (10 s with whole-second
-    stamps, so the timing error is at most 10 %); a stretch still shorter than
-    ``MIN_RESOLUTIONS`` steps (the prompt ended first: its error could pass 10 %) is dropped,
-    not reported.
+    stamps, so the timing error is at most 10 %); a stretch still shorter (the prompt ended
+    first: its error could pass 10 %) is dropped, not reported.
 
     Example::
 
@@ -293,8 +291,8 @@ def prefill_points(logs, label: str | None = None) -> pl.DataFrame:
                "tokens": r["_new"], "seconds": secs, "end": cached + r["_new"], "res": res_r}
     if acc is not None:
         rows.append(acc)
-    # a stretch still shorter than MIN_RESOLUTIONS timestamp steps is too coarse to be a rate
-    rows = [r for r in rows if r["seconds"] >= MIN_RESOLUTIONS * r["res"]]
+    # a stretch still shorter than MERGE_RESOLUTIONS timestamp steps is too coarse to be a rate
+    rows = [r for r in rows if r["seconds"] >= MERGE_RESOLUTIONS * r["res"]]
     if not rows:
         return pl.DataFrame(schema=PREFILL_SCHEMA)
     out = pl.DataFrame(rows).with_columns(
