@@ -150,3 +150,21 @@ def test_routing_regex_prefers_the_earlier_member_when_two_match_whole():
     # per row, the field of the first member in grammar order wins, whatever the item order
     out = _expand_rep(pl.DataFrame({"_row": [0, 1], "__rep0": [", y: 7, x: 5", ", y: 7"]}), rep)
     assert out.to_dicts() == [{"_row": 0, "x": 5, "key": "y"}, {"_row": 1, "x": 7, "key": "y"}]
+
+
+def test_per_line_and_ingest_agree_when_two_members_give_a_field_in_reverse_order(tmp_path):
+    """SGLang's ``full_used_tokens`` comes from ``#token: full=…`` and from ``#full token: …``;
+    with both in one line, in the order opposite to the grammar's, the per-line path (follow,
+    explain) takes the grammar's first member, as ingest does."""
+    import logscope
+
+    line = ("[2026-04-09 12:43:05 TP0] Decode batch, #running-req: 1, #full token: 111, "
+            "#token: full=222, swa=33, cuda graph: True, gen throughput (token/s): 38.55, "
+            "#queue-req: 0")
+    path = tmp_path / "two-members.log"
+    path.write_text(line + "\n")
+    batch = logscope.read(str(path))["decode_batch"].row(0, named=True)
+    _eng, kind, _variant, per_line = classify_line(line, ["sglang"])
+    assert kind == "decode_batch"
+    assert batch["full_used_tokens"] == per_line["full_used_tokens"] == 222
+    assert per_line["swa_used_tokens"] == 33

@@ -240,17 +240,24 @@ def extract_fields(g: CompiledGrammar, v: Variant, m: re.Match[str]) -> dict[str
         span = m.group(rep.group)
         if not span:
             continue
+        # an item is its first member's (grammar order) that matches it whole; a field several
+        # members give is taken from the first such member, then the first item, as in ingest
+        given: list[dict[str, Any]] = [{} for _ in rep.members]
         for item in g._rx(rep.item_regex).finditer(span):
             text = item.group(0)
-            for mem in rep.members:
+            for mem, vals in zip(rep.members, given):
                 if mem.anchor and mem.anchor not in text:
                     continue
                 mm = g._rx(mem.regex).match(text)
                 if mm:
                     for k, val in mm.groupdict().items():
-                        if out.get(k) is None:
-                            out[k] = convert(val, mem.fields[k])
+                        if vals.get(k) is None:
+                            vals[k] = convert(val, mem.fields[k])
                     break
+        for vals in given:
+            for k, val in vals.items():
+                if out.get(k) is None:
+                    out[k] = val
     return out
 
 
