@@ -111,9 +111,8 @@ def test_plot_pareto_draws_states_frontier_and_served(sweep, tmp_path):
 def test_plot_pareto_window_engines(tmp_path):
     from logscope.outputs.plot_pareto import plot_pareto
 
-    logs = [logscope.read(str(p)) for p in sorted((FIXTURES / "sglang" / "rendered")
-                                                  .glob("*.log"))[:1]
-            + sorted((FIXTURES / "vllm" / "rendered").glob("*.log"))[:1]]
+    logs = [logscope.read(str(FIXTURES / e / "rendered" / "pressure-np4.log"))
+            for e in ("sglang", "vllm")]
     fig = plot_pareto(logs, ["sglang", "vllm"])
     gids = {a.get_gid() for ax in fig.axes for a in ax.get_children() if a.get_gid()}
     assert {"sglang|pareto_states", "vllm|pareto_states"} <= gids

@@ -49,8 +49,10 @@ Per state, two per-stream figures:
 ``aggregate`` = k × as served (all tokens decoded in the state ÷ its seconds).
 
 Where a state's own step is not identified (fewer than ``MIN_WINDOWS`` fitted intervals hold
-it, or its interval is wider than ``MAX_REL_WIDTH`` of the figure: its steps move with the
-prompts in the windows that hold it), the **pooled** model stands in: one step time across
+it, or its spread is wider than ``MAX_REL_WIDTH`` of the figure: its steps move with the
+prompts in the windows that hold it; the spread is the printed interval on vLLM, and on SGLang,
+whose lines give each interval's steps, that of the terms resampled alone over the log's own
+intervals, :meth:`_Run.width`), the **pooled** model stands in: one step time across
 states, ``s_k = b + c·k`` (+ the KV term), fitted on every interval without idle, whatever
 its running count did (``model`` = "pooled"; :func:`_settle`). It serves a state only when
 its interval is narrow, at least ``MIN_WINDOWS`` intervals ran mostly that state with less
@@ -597,6 +599,17 @@ class _Run:
     est: np.ndarray
     boots: np.ndarray
     beta_boots: np.ndarray
+    held: np.ndarray               # the log's own intervals under each resample's terms
+
+    def width(self) -> np.ndarray:
+        """(K,) the 95 % spread of each state's clean figure when only the terms are
+        resampled and the intervals are the log's own: whether the lines identify the step.
+        (:attr:`lo`/:attr:`hi` resample the intervals too: a run whose steps slow thirtyfold
+        with depth has a wide interval for its mean however well each step is fitted.)"""
+        with np.errstate(invalid="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            lo, hi = np.nanpercentile(self.held[:, :, 0], [2.5, 97.5], axis=0)
+        return hi - lo
 
     @property
     def lo(self) -> np.ndarray:
@@ -621,6 +634,7 @@ def _run(w: _Windows) -> _Run:
     good = np.flatnonzero(inl)
     K = len(w.states)
     boots = np.full((REPS, K, 5), np.nan)
+    held = np.full((REPS, K, 5), np.nan)
     bb = np.full((REPS, len(beta)), np.nan)
     for r in range(REPS):
         idx = rng.choice(allidx, len(allidx))
@@ -631,7 +645,8 @@ def _run(w: _Windows) -> _Run:
         if b is not None:
             bb[r] = b
             boots[r] = _figures(w, b, inl, idx)
-    return _Run(w, beta, inl, est, boots, bb)
+            held[r] = _figures(w, b, inl, allidx)
+    return _Run(w, beta, inl, est, boots, bb, held)
 
 
 def _charge_decoding(w: _Windows, a: float) -> None:
@@ -751,11 +766,15 @@ def _reasons(r: _Run) -> list[str | None]:
     n_terms = r.w.X().shape[1]
     quiet = _quiet(r) if w.pooled else held
     bias = _misfit(r) if w.pooled else np.zeros(K)
+    # SGLang's lines give each interval's forward steps (decode_log_interval): the state's
+    # steps and seconds are seen, so only the terms are resampled; vLLM's steps are read from
+    # tokens and ``Running``, and resampling the intervals is what shows a reading that moves
+    spread = r.width() if w.engine == "sglang" else hi[:, 0] - lo[:, 0]
     for j, k in enumerate(w.states):
         reason = None
         wide = not (est[j, 0] > 0 and math.isfinite(est[j, 0]) and math.isfinite(hi[j, 0])
-                    and math.isfinite(lo[j, 0])) \
-            or (hi[j, 0] - lo[j, 0]) > MAX_REL_WIDTH * est[j, 0]
+                    and math.isfinite(lo[j, 0]) and math.isfinite(spread[j])) \
+            or spread[j] > MAX_REL_WIDTH * est[j, 0]
         if w.pooled:
             if int(fitted.sum()) <= n_terms:
                 reason = (f"{k} decoding: the pooled step time (b + c·k) is not identified: "
@@ -784,8 +803,10 @@ def _reasons(r: _Run) -> list[str | None]:
             reason = (f"{k} decoding: the step time is not identified: {held[j]} interval(s) "
                       f"run this state throughout ({MIN_WINDOWS} needed)")
         elif wide:
+            other = ("the prompt tokens" if w.bands else
+                     "the KV in use (decode slows as contexts grow)" if w.E else "the idle")
             reason = (f"{k} decoding: the step time is not identified: in the intervals that "
-                      "hold this state its decode steps move with the prompt tokens, so the "
+                      f"hold this state its decode steps move with {other}, so the "
                       "lines cannot tell one from the other (interval "
                       f"{max(lo[j, 0], 0):.3g}–{hi[j, 0]:.3g} t/s)")
         out.append(reason)

@@ -245,7 +245,7 @@ def extract_fields(g: CompiledGrammar, v: Variant, m: re.Match[str]) -> dict[str
         given: list[dict[str, Any]] = [{} for _ in rep.members]
         for item in g._rx(rep.item_regex).finditer(span):
             text = item.group(0)
-            for mem, vals in zip(rep.members, given):
+            for mem, vals in zip(rep.members, given, strict=True):
                 if mem.anchor and mem.anchor not in text:
                     continue
                 mm = g._rx(mem.regex).match(text)
