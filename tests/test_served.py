@@ -137,3 +137,29 @@ def test_report_gives_served_and_streams(sweep):
     j = json.loads(CliRunner().invoke(cli, ["report", str(LOGS[2]), "--format",
                                              "json"]).output)
     assert [s["decoding"] for s in j["streams"]] == [1, 2]
+
+
+def test_a_run_of_two_vllm_intervals_gives_throughput_as_a_lower_bound(tmp_path):
+    """Two stats lines: the run starts somewhere in the first interval and ends somewhere in
+    the second, and there is no neighbour to read either edge by: the throughput printed is
+    the least it can be, said so, and compare gives no throughput verdict on it."""
+    from logscope.analysis.report import served_lines
+    from logscope.analysis.served import served
+    from logscope.analysis.verdict import verdict
+
+    line = ("INFO 11-20 09:00:{s} [loggers.py:123] Engine 000: Avg prompt throughput: 300.0 "
+            "tokens/s, Avg generation throughput: {g} tokens/s, Running: {r} reqs, Waiting: 0 "
+            "reqs, GPU KV cache usage: {u}%, Prefix cache hit rate: 0.0%")
+    short = tmp_path / "short.log"
+    short.write_text(line.format(s=11, g=50.0, r=1, u=1.0) + "\n"
+                     + line.format(s=21, g=60.0, r=0, u=0.0) + "\n")
+    s = served(logscope.read(str(short)))
+    assert s["throughput_lower_bound"] is True
+    assert s["throughput_tps"] == pytest.approx(1100 / 20.0)
+    assert served_lines(s)[0].startswith("- served throughput: at least 55")
+    long = FIXTURES / "vllm" / "rendered" / "sweep-np1.log"
+    assert served(logscope.read(str(long)))["throughput_lower_bound"] is False
+    v = {r["question"]: r for r in verdict(logscope.read(str(short)), logscope.read(str(long)),
+                                          ("short", "long"))}
+    assert v["throughput"]["ratio"] is None
+    assert "short's served span is not read" in v["throughput"]["sentence"]

@@ -467,9 +467,12 @@ def served_lines(s: dict | None) -> list[str]:
     """The report's served-throughput lines (:func:`logscope.analysis.served.served`)."""
     if not s or not s.get("throughput_tps"):
         return []
-    out = [f"- served throughput: {_fmt(s['throughput_tps'])} t/s "
+    least = s.get("throughput_lower_bound")
+    out = [f"- served throughput: {'at least ' if least else ''}{_fmt(s['throughput_tps'])} t/s "
            f"({s['completion_tokens']:,.0f} completion tokens ÷ {_fmt(s['span_s'], 1)} s "
-           f"{s['span_basis']}; {_fmt(s['busy_tps'])} t/s per busy second)"]
+           f"{s['span_basis']}; {_fmt(s['busy_tps'])} t/s per busy second"
+           + ("; a run of fewer than three intervals with tokens starts and ends somewhere "
+              "inside its first and last: they count whole" if least else "") + ")"]
     if s.get("per_stream_tps"):
         out.append(f"- speed per stream as served: {_fmt(s['per_stream_tps'])} t/s "
                    f"({s['per_stream_source']}, n = {s['per_stream_n']}; up to "

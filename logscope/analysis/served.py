@@ -46,7 +46,8 @@ SERVED_SCHEMA = {"label": pl.String, "completion_tokens": pl.Float64, "requests"
                  "per_stream_n": pl.Int64, "decode_s": pl.Float64,
                  "decode_prefill_s": pl.Float64, "prefill_s": pl.Float64,
                  "stall_s": pl.Float64, "idle_s": pl.Float64, "max_streams": pl.Int64,
-                 "slots": pl.Int64, "per_stream_source": pl.String, "span_basis": pl.String}
+                 "slots": pl.Int64, "per_stream_source": pl.String, "span_basis": pl.String,
+                 "throughput_lower_bound": pl.Boolean}
 STREAMS_SCHEMA = {"label": pl.String, "decoding": pl.Int16, "seconds": pl.Float64,
                   "tokens": pl.Float64, "aggregate_tps": pl.Float64,
                   "per_stream_tps": pl.Float64, "gain_tps": pl.Float64,
@@ -149,6 +150,7 @@ def served(logs, label: str | None = None) -> dict:
         if wt and wt["tps"]:
             tokens, span = wt["tokens"], wt["seconds"]
             busy = min(busy, span)
+            out["throughput_lower_bound"] = wt["lower_bound"]
         su = served_units(logs)
         n_units = None
         if su is not None and su[1].sum() > 0:

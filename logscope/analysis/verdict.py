@@ -479,6 +479,11 @@ def _throughput(a, b, names, rng) -> dict:
     if not sa["throughput_tps"] or not sb["throughput_tps"]:
         return _row("throughput", None, names, what, "no served span on " + (
             names[0] if not sa["throughput_tps"] else names[1]))
+    short = [n for n, s in zip(names, (sa, sb), strict=True) if s.get("throughput_lower_bound")]
+    if short:
+        return _row("throughput", None, names, what, f"{short[0]}'s served span is not read: "
+                    "a run of fewer than three stats intervals with tokens, whose first and "
+                    "last hold its start and end somewhere inside; give a longer log")
     r = _pooled_ratio(throughput_blocks(a), throughput_blocks(b), rng)
     r["a"], r["b"] = sa["throughput_tps"], sb["throughput_tps"]
     r["ratio"] = sb["throughput_tps"] / sa["throughput_tps"]

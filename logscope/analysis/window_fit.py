@@ -1056,7 +1056,9 @@ def window_spans(logs) -> pl.DataFrame | None:
     interval's start to the last line (idle inside the run included, as a client sees it).
     vLLM: from the first to the last interval that computed a token; those two intervals are
     partly idle (the run starts and ends inside them), so each counts the seconds its tokens
-    took at its neighbour's rate. None without window lines or a clock.
+    took at its neighbour's rate; ``edges_read`` is false where a run has fewer than three such
+    intervals (no neighbour to read its edges by: its span is then the longest it can be).
+    None without window lines or a clock.
 
     Example::
 
@@ -1080,7 +1082,7 @@ def window_spans(logs) -> pl.DataFrame | None:
                 for edge, nb in ((0, 1), (-1, -2)):
                     if g[nb] > 0:
                         span -= T - min(T, T * g[edge] / g[nb])
-            rows.append((str(f), r, span))
+            rows.append((str(f), r, span, len(g) >= 3))
     else:
         parts = [with_time(x)[0].select(pl.col("file").cast(pl.String), "run", "ts") for x in
                  (table(logs, "decode_batch"), table(logs, "prefill_batch")) if x is not None]
@@ -1088,14 +1090,18 @@ def window_spans(logs) -> pl.DataFrame | None:
         if t.height == 0:   # lines without a clock: no span to divide by
             return None
         rows = t.group_by("file", "run", maintain_order=True).agg(
-            (pl.col("ts").max() - pl.col("ts").min()).dt.total_microseconds() / 1e6).rows()
+            (pl.col("ts").max() - pl.col("ts").min()).dt.total_microseconds() / 1e6,
+            pl.lit(True)).rows()
     return pl.DataFrame(rows, schema={"file": pl.String, "run": pl.Int32,
-                                      "seconds": pl.Float64}, orient="row")
+                                      "seconds": pl.Float64, "edges_read": pl.Boolean},
+                        orient="row")
 
 
 def window_throughput(logs) -> dict | None:
     """Served throughput from window lines: all tokens generated ÷ the spans of the server
     runs (:func:`window_spans`), summed: the time between two runs is not served.
+    ``lower_bound``: a run too short to read its edges (fewer than three vLLM intervals with
+    tokens) counts its first and last intervals whole, so ``tps`` is the least it can be.
 
     Example::
 
@@ -1106,7 +1112,8 @@ def window_throughput(logs) -> dict | None:
     if w is None or spans is None:
         return None
     tok, span = float(w.tok.sum()), float(spans["seconds"].sum())
-    return {"tokens": tok, "seconds": span, "tps": tok / span if span > 0 else None}
+    return {"tokens": tok, "seconds": span, "tps": tok / span if span > 0 else None,
+            "lower_bound": not spans["edges_read"].all()}
 
 
 __all__ = ["state_fit", "state_fit_replicates", "served_units", "window_throughput",
