@@ -98,3 +98,14 @@ def test_a_prompt_too_short_for_its_stamps_gives_no_prefill_point():
         pts = prefill_points(logscope.read(str(log)))
         assert (pts.get_column("seconds") >= 10 * 0.001 if "-ms" in log.name
                 else pts.get_column("seconds") >= 10).all(), log.name
+
+
+def test_vllm_stats_interval_is_the_mean_of_its_whole_second_gaps():
+    """A 10.3 s interval at whole-second stamps shows gaps of 10 and 11 s; their median (10)
+    would take 3 % off every interval's tokens. Idle gaps stay out."""
+    from logscope.analysis.windows import stats_interval
+
+    stamps = [round(10.3 * i) for i in range(12)] + [round(10.3 * 11) + 95]
+    gaps = pl.Series([None] + [b - a for a, b in zip(stamps, stamps[1:], strict=False)],
+                     dtype=pl.Float64)
+    assert stats_interval(gaps, 1.0) == pytest.approx(10.3, abs=0.1)

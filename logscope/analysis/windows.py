@@ -198,13 +198,16 @@ def window_timeline(logs, label: str | None = None) -> pl.DataFrame:
 
 def stats_interval(gaps: pl.Series, resolution: float = 0.0) -> float | None:
     """vLLM's stats interval from the gaps between its lines: they come every interval while
-    work runs and later after idle, so the median of the gaps near the shortest common one
-    (within 1.5 × the lower quartile + the stamps' resolution), not of all of them."""
+    work runs and later after idle, so the mean of the gaps near the shortest common one
+    (within 1.5 × the lower quartile + the stamps' resolution), not of all of them. The mean,
+    not the median: whole-second stamps of a 10.3 s interval show gaps of 10 and 11 s (their
+    median 10 would take 3 % off every interval's tokens), and a line late after a long step
+    covers that longer interval (the server divides by the time since its last line)."""
     g = gaps.drop_nulls().filter(gaps.drop_nulls() > 0)
     if g.len() == 0:
         return None
     base = float(g.quantile(0.25, "lower"))
-    return float(g.filter(g <= 1.5 * base + resolution).median())
+    return float(g.filter(g <= 1.5 * base + resolution).mean())
 
 
 def run_intervals(df: pl.DataFrame, resolution: float = 0.0) -> dict[tuple, float]:
