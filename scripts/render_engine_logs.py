@@ -73,7 +73,11 @@ def _wmedian(v, w) -> float:
 
 
 def render(src: str, name: str, vllm_interval: float = STATS_INTERVAL,
-           engines: tuple[str, ...] = ("sglang", "vllm"), sglang_ms: bool = False) -> None:
+           engines: tuple[str, ...] = ("sglang", "vllm"), sglang_ms: bool = False,
+           out_dir: Path | None = None) -> None:
+    """Render ``src`` as ``<out_dir>/{sglang,vllm}/rendered/<name>.{log,truth.json}``
+    (``out_dir`` defaults to the repository's ``fixtures``)."""
+    base = Path(out_dir) if out_dir is not None else ROOT / "fixtures"
     logs = logscope.read(src)
     ph = _phases(logs).sort("t_start")
     dp = logs["decode_progress"]
@@ -277,11 +281,11 @@ def render(src: str, name: str, vllm_interval: float = STATS_INTERVAL,
                                                    if sglang_ms else "")
     text = [f"[{stamp(tt)}] {msg}" for tt, _o, msg in lines]
     for engine in ("sglang", "vllm"):
-        (ROOT / "fixtures" / engine / "rendered").mkdir(parents=True, exist_ok=True)
-    out = str(ROOT / "fixtures" / "sglang" / "rendered" / name)
+        (base / engine / "rendered").mkdir(parents=True, exist_ok=True)
+    out = str(base / "sglang" / "rendered" / name)
     if "sglang" in engines:
         Path(out + ".log").write_text("\n".join(text) + "\n")
-    vout = str(ROOT / "fixtures" / "vllm" / "rendered" / name)
+    vout = str(base / "vllm" / "rendered" / name)
     windowed = [(x0, x0 + d, p) for (x0, d), (_a, _b, p, _c, _x)
                 in zip((prompt_span(a, b) for a, b, *_ in prompts), prompts, strict=True)]
     if "vllm" in engines:

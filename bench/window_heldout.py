@@ -1,0 +1,123 @@
+"""The window fit on renderings the tests do not hold: other corpus runs, other stats phases.
+
+    python bench/window_heldout.py   # bench/RESULTS.md, "The window fit on renderings the
+                                     # tests do not hold"
+
+``bench/window_fit.py`` measures the renderings under ``fixtures/*/rendered/`` (the ones the
+tests hold to their marks). This renders, into a temporary directory, (1) every GPU and CPU
+corpus run with client records that those fixtures do not hold, as SGLang and vLLM logs at the
+defaults (whole-second stamps, vLLM every 10 s), and (2) the agent runs as vLLM logs at a 9.7 s
+and a 10.3 s stats interval (whole-second stamps: the intervals fall at other phases of the
+run). Per state with at least 5 s of decode it prints clean and as served per stream against
+the truth (or the refusal), served throughput, and compare's decode-per-stream and throughput
+ratios against the truth's with whether the 95 % interval holds it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
+
+from render_engine_logs import render  # noqa: E402
+
+import logscope  # noqa: E402
+from logscope.analysis.verdict import verdict  # noqa: E402
+from logscope.analysis.window_fit import state_fit, window_throughput  # noqa: E402
+
+CORPUS = ROOT.parent / "shared" / "corpus"
+OTHER_RUNS = ["gpu-colors-tty", "ngram-c4k-np1", "spec-pilot-c32k-np2"]
+PHASED = ["gpu-sweep-np1", "gpu-sweep-np2", "gpu-sweep-np4", "gpu-spec-c256k-np2",
+          "gpu-q8kv-c256k-np2", "gpu-pressure-np4-ctxshift", "q8k-fa-c16k-np2-ctxshift"]
+PAIRS = [("gpu-q8kv-c256k-np2", "gpu-spec-c256k-np2"), ("gpu-sweep-np1", "gpu-sweep-np4"),
+         ("gpu-sweep-np1", "gpu-sweep-np2")]
+
+
+def pct(a, b) -> str:
+    return "—" if a is None or b is None else f"{100 * (a / b - 1):+.1f} %"
+
+
+def truth(log: Path) -> dict:
+    return json.loads(log.with_name(log.name.replace(".log", ".truth.json")).read_text())
+
+
+def states(log: Path, name: str) -> None:
+    t = truth(log)
+    logs = logscope.read(str(log))
+    fit = {r["decoding"]: r for r in state_fit(logs).iter_rows(named=True)}
+    for k, s in t["states"].items():
+        if s["decode_seconds"] < 5:
+            continue
+        r = fit.get(int(k))
+        if not r or r["reason"]:
+            why = (r["reason"].split(": ", 2)[1] if r and r["reason"] else "no interval")
+            print(f"| {name} | {k} | {s['decode_seconds']:.1f} | refused: {why[:70]} | | |")
+            continue
+        print(f"| {name} | {k} | {s['decode_seconds']:.1f} | "
+              f"{pct(r['clean_per_stream'], s['clean_per_stream'])} | "
+              f"{pct(r['served_per_stream'], s['served_per_stream'])} | "
+              f"{r['clean_lo'] <= s['clean_per_stream'] <= r['clean_hi']} |")
+    wt = window_throughput(logs)
+    bound = " (at least)" if wt and wt.get("lower_bound") else ""
+    print(f"| {name} | throughput | | {pct(wt['tps'] if wt else None, t['run']['throughput'])}"
+          f"{bound} | | |")
+
+
+def compare(a: Path, b: Path, names: tuple[str, str]) -> None:
+    v = {r["question"]: r for r in verdict(logscope.read(str(a)), logscope.read(str(b)), names)}
+    ta, tb = truth(a), truth(b)
+    d, th = v["decode_per_stream"], v["throughput"]
+    if d.get("states"):
+        ks = [s.split()[0] for s in d["states"]]
+        lr = [math.log(tb["states"][k]["clean_per_stream"] / ta["states"][k]["clean_per_stream"])
+              for k in ks]
+        true = math.exp(sum(w * x for w, x in zip(d["weights"], lr, strict=True))
+                        / sum(d["weights"]))
+    else:
+        true = tb["run"]["served_per_stream"] / ta["run"]["served_per_stream"]
+    ttrue = tb["run"]["throughput"] / ta["run"]["throughput"]
+
+    def cell(r, x):
+        if r["ratio"] is None:
+            return "no verdict", "—"
+        lo, hi = r["ci95"]
+        return f"{r['ratio']:.3f} ({lo:.3f}–{hi:.3f})", "yes" if lo <= x <= hi else "**no**"
+    dc, dh = cell(d, true)
+    tc, thh = cell(th, ttrue)
+    print(f"| {names[0]} vs {names[1]} | {true:.3f} | {dc} | {dh} | {ttrue:.3f} | {tc} | {thh} |")
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp)
+        for n in OTHER_RUNS:
+            render(str(CORPUS / f"generated-{n}.log"), n, out_dir=out)
+        for n in PHASED:
+            for iv in (9.7, 10.3):
+                render(str(CORPUS / f"generated-{n}.log"), f"{n}-{iv}", iv, ("vllm",),
+                       out_dir=out)
+        print("| rendering | state | decode s | clean | as served | interval holds |")
+        print("|---|---|---|---|---|---|")
+        for eng in ("sglang", "vllm"):
+            for n in OTHER_RUNS:
+                states(out / eng / "rendered" / f"{n}.log", f"{eng}/{n}")
+        for n in PHASED:
+            for iv in (9.7, 10.3):
+                states(out / "vllm" / "rendered" / f"{n}-{iv}.log", f"vllm/{n} at {iv} s")
+        print("\n| pair (vLLM) | truth decode | compare decode (95 % CI) | holds | truth "
+              "throughput | compare throughput (95 % CI) | holds |")
+        print("|---|---|---|---|---|---|---|")
+        for iv in (9.7, 10.3):
+            for a, b in PAIRS:
+                compare(out / "vllm" / "rendered" / f"{a}-{iv}.log",
+                        out / "vllm" / "rendered" / f"{b}-{iv}.log", (f"{a}@{iv}", f"{b}@{iv}"))
+
+
+if __name__ == "__main__":
+    main()
