@@ -34,8 +34,13 @@ def _truth(path):
     return json.loads(path.with_name(path.name.replace(".log", ".truth.json")).read_text())
 
 
+# a CPU run and a 16k GPU run: step times that move several-fold with the KV in use, so the
+# mean over resampled intervals moves with their depths
+DEPTH_RUNS = ["base-c32k-np2", "q8k-fa-c16k-np2-ctxshift"]
+
+
 @pytest.mark.parametrize("name", AGENT + ["pressure-np4", "sweep-np2-ms", "sweep-np4-ms",
-                                          "spec-c256k-np2-ms"])
+                                          "spec-c256k-np2-ms", *DEPTH_RUNS])
 def test_sglang_per_stream_decode_per_state_clean_and_served(name):
     log = SG / f"{name}.log"
     truth = _truth(log)["states"]
@@ -49,6 +54,8 @@ def test_sglang_per_stream_decode_per_state_clean_and_served(name):
         for what in ("clean", "served"):
             assert r[f"{what}_per_stream"] == pytest.approx(t[f"{what}_per_stream"], rel=0.10)
             assert r[f"{what}_lo"] <= r[f"{what}_per_stream"] <= r[f"{what}_hi"]
+            if name in DEPTH_RUNS:   # refused before: the interval printed holds the truth
+                assert r[f"{what}_lo"] <= t[f"{what}_per_stream"] <= r[f"{what}_hi"]
         tol = AGG_TOL.get((name.removesuffix("-ms"), int(k)), 0.05)
         assert r["aggregate"] == pytest.approx(t["aggregate"], rel=tol)
         checked += 1
@@ -78,27 +85,6 @@ def test_cpu_run_whose_forty_steps_last_seconds_is_answered_with_its_spread():
     assert one["clean_lo"] <= truth["1"]["clean_per_stream"] <= one["clean_hi"]
     assert one["clean_hi"] - one["clean_lo"] > 0.5 * one["clean_per_stream"]
     assert "not identified" in fit[2]["reason"] and "KV in use" in fit[2]["reason"]
-
-
-@pytest.mark.parametrize("name", ["base-c32k-np2", "q8k-fa-c16k-np2-ctxshift"])
-def test_sglang_runs_whose_decode_slows_with_depth(name):
-    """CPU and GPU runs whose step time moves several-fold with the KV in use (the resampled
-    intervals' mean moves with their depths, not with the fit): every state with 5 s of decode
-    answered within 10 %, its interval holding the truth."""
-    log = SG / f"{name}.log"
-    truth = _truth(log)["states"]
-    fit = {r["decoding"]: r for r in state_fit(logscope.read(str(log))).iter_rows(named=True)}
-    checked = 0
-    for k, t in truth.items():
-        if t["decode_seconds"] < 5:
-            continue
-        r = fit[int(k)]
-        assert r["reason"] is None, r["reason"]
-        for what in ("clean", "served"):
-            assert r[f"{what}_per_stream"] == pytest.approx(t[f"{what}_per_stream"], rel=0.10)
-            assert r[f"{what}_lo"] <= t[f"{what}_per_stream"] <= r[f"{what}_hi"]
-        checked += 1
-    assert checked == 2
 
 
 def test_a_state_too_rare_is_refused_naming_the_term():
