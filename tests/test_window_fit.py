@@ -62,6 +62,18 @@ def test_sglang_per_stream_decode_per_state_clean_and_served(name):
     assert checked >= 1
 
 
+@pytest.mark.parametrize("name", [*AGENT, "pressure-np4", "spec-c32k-np2", *DEPTH_RUNS])
+def test_sglang_speed_per_stream_as_served_over_the_run(name):
+    """The run's speed per stream as served, straight from the lines (report, and compare's
+    fallback): an interval whose prompt ran beside nothing holds idle before it; its steps count
+    at the pace of the nearest interval without one (that took 13-42 % off before)."""
+    from logscope.analysis.served import served
+
+    log = SG / f"{name}.log"
+    got = served(logscope.read(str(log)))["per_stream_tps"]
+    assert got == pytest.approx(_truth(log)["run"]["served_per_stream"], rel=0.10)
+
+
 @pytest.mark.parametrize("root", [SG, VL], ids=["sglang", "vllm"])
 @pytest.mark.parametrize("name", AGENT)
 def test_served_throughput_within_5pct(name, root):

@@ -984,9 +984,9 @@ def state_fit_replicates(logs) -> tuple[list[int], np.ndarray, np.ndarray] | Non
 
 def served_units(logs) -> tuple[np.ndarray, np.ndarray] | None:
     """Per interval, straight from the lines: (tokens generated, stream-seconds = the running
-    count, the mean of its two ends, × the interval's seconds). Their pooled ratio is a stream's
-    decode as served over the run's own states, the figure a comparison falls back on when no
-    state is identified on both sides.
+    count, the mean of its two ends, × the seconds it decoded, :func:`_decoding_seconds`).
+    Their pooled ratio is a stream's decode as served over the run's own states, the figure a
+    comparison falls back on when no state is identified on both sides.
 
     Example::
 
@@ -997,7 +997,25 @@ def served_units(logs) -> tuple[np.ndarray, np.ndarray] | None:
         return None
     ks = np.array(w.states, float)
     kbar = (ks[w.k0] + ks[w.k1]) / 2
-    return w.tok.sum(1), kbar * w.T * w.busy
+    return w.tok.sum(1), kbar * _decoding_seconds(w)
+
+
+def _decoding_seconds(w: _Windows) -> np.ndarray:
+    """Per interval, the seconds its streams were decoding, from the lines: its seconds
+    (vLLM's first and last intervals of a run: their busy share), except an interval that also
+    held a prompt run with nothing decoding beside it (and any idle before that prompt, which
+    the lines cannot split from it): its steps at the pace of its nearest interval without one,
+    at most its seconds. The prompt and the idle are no stream's time."""
+    T = w.T * w.busy
+    steps = w.S.sum(1)
+    clear = np.flatnonzero(~w.lone & (steps > 0))
+    if not len(clear):
+        return T
+    out = T.copy()
+    for i in np.flatnonzero(w.lone & (steps > 0)):
+        j = clear[np.argmin(np.abs(clear - i) + (clear < i) * 0.5)]   # nearest; after on a tie
+        out[i] = min(T[i], T[j] / steps[j] * steps[i])
+    return out
 
 
 def prefill_fit(logs, label: str | None = None) -> pl.DataFrame:
