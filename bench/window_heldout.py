@@ -8,9 +8,11 @@ tests hold to their marks). This renders, into a temporary directory, (1) every 
 corpus run with client records that those fixtures do not hold, as SGLang and vLLM logs at the
 defaults (whole-second stamps, vLLM every 10 s), and (2) the agent runs as vLLM logs at a 9.7 s
 and a 10.3 s stats interval (whole-second stamps: the intervals fall at other phases of the
-run). Per state with at least 5 s of decode it prints clean and as served per stream against
-the truth (or the refusal), served throughput, and compare's decode-per-stream and throughput
-ratios against the truth's with whether the 95 % interval holds it.
+run), and (3) the runs as logs under the cures the refusals name (vLLM every 1 s, SGLang
+with millisecond stamps). Per state with at least 5 s of decode it prints clean and as served
+per stream against the truth (or the refusal), served throughput, and compare's
+decode-per-stream and throughput ratios against the truth's with whether the 95 % interval
+holds it.
 """
 
 from __future__ import annotations
@@ -35,6 +37,9 @@ CORPUS = ROOT.parent / "shared" / "corpus"
 OTHER_RUNS = ["gpu-colors-tty", "ngram-c4k-np1", "spec-pilot-c32k-np2"]
 PHASED = ["gpu-sweep-np1", "gpu-sweep-np2", "gpu-sweep-np4", "gpu-spec-c256k-np2",
           "gpu-q8kv-c256k-np2", "gpu-pressure-np4-ctxshift", "q8k-fa-c16k-np2-ctxshift"]
+# the cures the refusals name: vLLM every second, SGLang with millisecond stamps
+CURED = ["base-c32k-np2", "q8k-fa-c16k-np2-ctxshift", "spec-c32k-np2", "spec-pilot-c32k-np2",
+         "gpu-spec-c256k-np2", "gpu-q8kv-c256k-np2", "gpu-pressure-np4-ctxshift"]
 PAIRS = [("gpu-q8kv-c256k-np2", "gpu-spec-c256k-np2"), ("gpu-sweep-np1", "gpu-sweep-np4"),
          ("gpu-sweep-np1", "gpu-sweep-np2")]
 
@@ -102,6 +107,10 @@ def main() -> None:
             for iv in (9.7, 10.3):
                 render(str(CORPUS / f"generated-{n}.log"), f"{n}-{iv}", iv, ("vllm",),
                        out_dir=out)
+        for n in CURED:
+            render(str(CORPUS / f"generated-{n}.log"), f"{n}-1s", 1.0, ("vllm",), out_dir=out)
+            render(str(CORPUS / f"generated-{n}.log"), f"{n}-ms", engines=("sglang",),
+                   sglang_ms=True, out_dir=out)
         print("| rendering | state | decode s | clean | as served | interval holds |")
         print("|---|---|---|---|---|---|")
         for eng in ("sglang", "vllm"):
@@ -110,6 +119,10 @@ def main() -> None:
         for n in PHASED:
             for iv in (9.7, 10.3):
                 states(out / "vllm" / "rendered" / f"{n}-{iv}.log", f"vllm/{n} at {iv} s")
+        for n in CURED:
+            states(out / "vllm" / "rendered" / f"{n}-1s.log", f"vllm/{n} at 1 s")
+        for n in CURED:
+            states(out / "sglang" / "rendered" / f"{n}-ms.log", f"sglang/{n} ms stamps")
         print("\n| pair (vLLM) | truth decode | compare decode (95 % CI) | holds | truth "
               "throughput | compare throughput (95 % CI) | holds |")
         print("|---|---|---|---|---|---|---|")

@@ -36,8 +36,10 @@ Intervals come from resampling the windows (``REPS`` times, seeded).
 
 Per state, two per-stream figures:
 
-* **clean**: tokens per step ÷ the state's fitted step time, the decode step alone (what a
-  stream would get with no prompt beside it);
+* **clean**: the stream's tokens ÷ the seconds of its decode steps alone (what a stream would
+  get with no prompt beside it): each fitted interval's observed seconds shared between its
+  steps and its prompts by the fitted terms (an interval out of the fit: its steps as the fit
+  says), so clean ≥ as served, equal where no prompt ran beside the state;
 * **as served**: the stream's tokens ÷ the time it was running, i.e. the state's own steps plus
   the prompts computed meanwhile (SGLang: each ``Prefill batch`` is charged to the state of its
   ``#running-req``; none when it is 0: a prompt alone on an idle server slows no stream; vLLM:
@@ -539,7 +541,7 @@ def _figures(w: _Windows, beta: np.ndarray, inl: np.ndarray, idx: np.ndarray) ->
     ks = np.array(w.states, float)
     with np.errstate(divide="ignore", invalid="ignore"):
         per_step = tk / (S.sum(0) * ks)
-        clean = per_step / (dec.sum(0) / S.sum(0))
+        clean = per_step / ((f[:, None] * dec).sum(0) / S.sum(0))   # the observed decode part
         served = tk / ks / secs
     return np.column_stack([clean, served, served * ks, secs, dec.sum(0)])
 
