@@ -258,7 +258,7 @@ def _window_decode(a, b, names, rng) -> dict | None:
             return float(np.exp(np.dot(wts, np.log(xb[ib, 0] / xa[ia, 0])) / wts.sum()))
         va = float(np.average(ra[1][ia, 0], weights=wts))
         vb = float(np.average(rb[1][ib, 0], weights=wts))
-        how = "clean per stream (the fitted decode step)"
+        how = "clean per stream (the decode steps alone)"
         units = [int(sum(ok_a[k] for k in common)), int(sum(ok_b[k] for k in common))]
     else:
         from logscope.analysis.window_fit import served_units

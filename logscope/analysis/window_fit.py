@@ -543,7 +543,7 @@ def _figures(w: _Windows, beta: np.ndarray, inl: np.ndarray, idx: np.ndarray) ->
         per_step = tk / (S.sum(0) * ks)
         clean = per_step / ((f[:, None] * dec).sum(0) / S.sum(0))   # the observed decode part
         served = tk / ks / secs
-    return np.column_stack([clean, served, served * ks, secs, dec.sum(0)])
+    return np.column_stack([clean, served, served * ks, secs, (f[:, None] * dec).sum(0)])
 
 
 def _split(w: _Windows, idx: np.ndarray, s: np.ndarray, pre: np.ndarray, S: np.ndarray,
@@ -919,7 +919,7 @@ def _models(logs) -> tuple[_Windows, list[tuple[_Run, str | None, str]]] | None:
 def state_fit(logs, label: str | None = None) -> pl.DataFrame:
     """Per-stream decode per state (streams decoding) from SGLang or vLLM window lines, mixed
     windows included (module docstring): one row per state with ``clean_per_stream`` (the
-    fitted decode step alone), ``served_per_stream`` (tokens over the time running, prompts of
+    decode steps alone), ``served_per_stream`` (tokens over the time running, prompts of
     others included), ``aggregate`` (k × served), each with a 95 % interval (``_lo``/``_hi``),
     ``tokens``, ``steps``, ``tokens_per_step``, ``decode_seconds``, ``prefill_seconds``
     (prompts charged to the state), ``seconds`` (their sum) and ``windows`` (intervals holding
