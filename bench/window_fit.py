@@ -119,6 +119,18 @@ def prefill() -> None:
                   f"{r['tps']:.0f} | {pct(r['tps'], best)} |")
 
 
+def true_decode_ratio(d: dict, ta: dict, tb: dict) -> tuple[float, str]:
+    """The truth's B/A for compare's decode-per-stream row ``d``: the clean ratio over the
+    states it compared, weighted as it weighted them, else as served over the runs."""
+    if d.get("states"):
+        ks = [s.split()[0] for s in d["states"]]
+        lr = [math.log(tb["states"][k]["clean_per_stream"] / ta["states"][k]["clean_per_stream"])
+              for k in ks]
+        return (math.exp(sum(w * x for w, x in zip(d["weights"], lr, strict=True))
+                         / sum(d["weights"])), f"clean, states {ks[0]}–{ks[-1]}")
+    return tb["run"]["served_per_stream"] / ta["run"]["served_per_stream"], "as served over the run"
+
+
 def compare() -> None:
     print("\n| engine | A | B | truth B/A | compare B/A | 95 % interval | holds | basis |")
     print("|---|---|---|---|---|---|---|---|")
@@ -127,17 +139,7 @@ def compare() -> None:
             pa, pb = (FIX / eng / "rendered" / f"{x}.log" for x in (a, b))
             v = verdict(logscope.read(str(pa)), logscope.read(str(pb)), (a, b))
             d = next(x for x in v if x["question"] == "decode_per_stream")
-            ta, tb = truth(pa), truth(pb)
-            if d.get("states"):
-                ks = [s.split()[0] for s in d["states"]]
-                lr = [math.log(tb["states"][k]["clean_per_stream"]
-                               / ta["states"][k]["clean_per_stream"]) for k in ks]
-                true = math.exp(sum(w * x for w, x in zip(d["weights"], lr, strict=True))
-                                / sum(d["weights"]))
-                basis = f"clean, states {ks[0]}–{ks[-1]}"
-            else:
-                true = tb["run"]["served_per_stream"] / ta["run"]["served_per_stream"]
-                basis = "as served over the run"
+            true, basis = true_decode_ratio(d, truth(pa), truth(pb))
             ci = d["ci95"]
             holds = "yes" if ci and ci[0] <= true <= ci[1] else "no"
             print(f"| {eng} | {a} | {b} | {true:.3f} | {f(d['ratio'], 3)} | "

@@ -17,8 +17,6 @@ holds it.
 
 from __future__ import annotations
 
-import json
-import math
 import sys
 import tempfile
 from pathlib import Path
@@ -26,8 +24,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
+sys.path.insert(0, str(ROOT / "bench"))
 
 from render_engine_logs import render  # noqa: E402
+from window_fit import pct, true_decode_ratio, truth  # noqa: E402
 
 import logscope  # noqa: E402
 from logscope.analysis.verdict import verdict  # noqa: E402
@@ -42,14 +42,6 @@ CURED = ["base-c32k-np2", "q8k-fa-c16k-np2-ctxshift", "spec-c32k-np2", "spec-pil
          "gpu-spec-c256k-np2", "gpu-q8kv-c256k-np2", "gpu-pressure-np4-ctxshift"]
 PAIRS = [("gpu-q8kv-c256k-np2", "gpu-spec-c256k-np2"), ("gpu-sweep-np1", "gpu-sweep-np4"),
          ("gpu-sweep-np1", "gpu-sweep-np2")]
-
-
-def pct(a, b) -> str:
-    return "—" if a is None or b is None else f"{100 * (a / b - 1):+.1f} %"
-
-
-def truth(log: Path) -> dict:
-    return json.loads(log.with_name(log.name.replace(".log", ".truth.json")).read_text())
 
 
 def states(log: Path, name: str) -> None:
@@ -78,14 +70,7 @@ def compare(a: Path, b: Path, names: tuple[str, str]) -> None:
     v = {r["question"]: r for r in verdict(logscope.read(str(a)), logscope.read(str(b)), names)}
     ta, tb = truth(a), truth(b)
     d, th = v["decode_per_stream"], v["throughput"]
-    if d.get("states"):
-        ks = [s.split()[0] for s in d["states"]]
-        lr = [math.log(tb["states"][k]["clean_per_stream"] / ta["states"][k]["clean_per_stream"])
-              for k in ks]
-        true = math.exp(sum(w * x for w, x in zip(d["weights"], lr, strict=True))
-                        / sum(d["weights"]))
-    else:
-        true = tb["run"]["served_per_stream"] / ta["run"]["served_per_stream"]
+    true, _basis = true_decode_ratio(d, ta, tb)
     ttrue = tb["run"]["throughput"] / ta["run"]["throughput"]
 
     def cell(r, x):

@@ -647,7 +647,8 @@ def _run(w: _Windows) -> _Run:
         if b is not None:
             bb[r] = b
             boots[r] = _figures(w, b, inl, idx)
-            held[r] = _figures(w, b, inl, allidx)
+            if w.engine == "sglang":   # only SGLang's identification reads it (_reasons)
+                held[r] = _figures(w, b, inl, allidx)
     return _Run(w, beta, inl, est, boots, bb, held)
 
 
