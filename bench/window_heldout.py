@@ -26,10 +26,11 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from render_engine_logs import render  # noqa: E402
+from render_engine_logs import render, render_dp  # noqa: E402
 from window_fit import pct, true_decode_ratio, truth  # noqa: E402
 
 import logscope  # noqa: E402
+from logscope.analysis.served import served  # noqa: E402
 from logscope.analysis.verdict import verdict  # noqa: E402
 from logscope.analysis.window_fit import state_fit, window_throughput  # noqa: E402
 
@@ -40,6 +41,11 @@ PHASED = ["gpu-sweep-np1", "gpu-sweep-np2", "gpu-sweep-np4", "gpu-spec-c256k-np2
 # the cures the refusals name: vLLM every second, SGLang with millisecond stamps
 CURED = ["base-c32k-np2", "q8k-fa-c16k-np2-ctxshift", "spec-c32k-np2", "spec-pilot-c32k-np2",
          "gpu-spec-c256k-np2", "gpu-q8kv-c256k-np2", "gpu-pressure-np4-ctxshift"]
+# data-parallel engines: (name, the ranks' runs, seconds between their clocks)
+DP = [("dp2-sweep-np2", ["gpu-sweep-np2", "gpu-sweep-np2"], 1.0),
+      ("dp2-spec-c256k", ["gpu-spec-c256k-np2", "gpu-spec-c256k-np2"], 3.0),
+      ("dp2-base-q8k-fa", ["base-c32k-np2", "q8k-fa-c16k-np2-ctxshift"], 0.4),
+      ("dp4-sweep", ["gpu-sweep-np1", "gpu-sweep-np2", "gpu-sweep-np4", "gpu-sweep-np4"], 0.7)]
 PAIRS = [("gpu-q8kv-c256k-np2", "gpu-spec-c256k-np2"), ("gpu-sweep-np1", "gpu-sweep-np4"),
          ("gpu-sweep-np1", "gpu-sweep-np2")]
 
@@ -64,6 +70,9 @@ def states(log: Path, name: str) -> None:
     bound = " (at least)" if wt and wt.get("lower_bound") else ""
     print(f"| {name} | throughput | | {pct(wt['tps'] if wt else None, t['run']['throughput'])}"
           f"{bound} | | |")
+    sv = served(logs)["per_stream_tps"]
+    print(f"| {name} | per stream as served, the run | | | "
+          f"{pct(sv, t['run']['served_per_stream'])} | |")
 
 
 def compare(a: Path, b: Path, names: tuple[str, str]) -> None:
@@ -96,6 +105,8 @@ def main() -> None:
             render(str(CORPUS / f"generated-{n}.log"), f"{n}-1s", 1.0, ("vllm",), out_dir=out)
             render(str(CORPUS / f"generated-{n}.log"), f"{n}-ms", engines=("sglang",),
                    sglang_ms=True, out_dir=out)
+        for n, runs, shift in DP:
+            render_dp([str(CORPUS / f"generated-{r}.log") for r in runs], n, shift, out_dir=out)
         print("| rendering | state | decode s | clean | as served | interval holds |")
         print("|---|---|---|---|---|---|")
         for eng in ("sglang", "vllm"):
@@ -108,6 +119,9 @@ def main() -> None:
             states(out / "vllm" / "rendered" / f"{n}-1s.log", f"vllm/{n} at 1 s")
         for n in CURED:
             states(out / "sglang" / "rendered" / f"{n}-ms.log", f"sglang/{n} ms stamps")
+        for eng in ("sglang", "vllm"):
+            for n, _runs, shift in DP:
+                states(out / eng / "rendered" / f"{n}.log", f"{eng}/{n} ({shift:g} s apart)")
         print("\n| pair (vLLM) | truth decode | compare decode (95 % CI) | holds | truth "
               "throughput | compare throughput (95 % CI) | holds |")
         print("|---|---|---|---|---|---|---|")

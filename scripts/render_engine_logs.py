@@ -47,6 +47,7 @@ and accepted ÷ drafted over every step.
 from __future__ import annotations
 
 import json
+import re
 import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -323,12 +324,95 @@ def render(src: str, name: str, vllm_interval: float = STATS_INTERVAL,
         "served_per_stream": v[0] / k / (v[1] + v[2]),
         "aggregate": v[0] / (v[1] + v[2])} for k, v in sorted(states.items())}
     tok_all = sum(x[5] for x in steps)
-    span = steps[-1][8] - wall(min(min(x[0] for x in prompts), steps[0][4]))
+    t_first = wall(min(min(x[0] for x in prompts), steps[0][4]))
+    span = steps[-1][8] - t_first
     truth["run"] = {"tokens": tok_all, "span_s": span, "throughput": tok_all / span,
                     "served_per_stream": tok_all / sum(k * v["seconds"] for k, v in (
-                        (int(k), v) for k, v in truth["states"].items()))}
+                        (int(k), v) for k, v in truth["states"].items())),
+                    "t0_s": t_first, "t1_s": steps[-1][8]}   # on the rendered clock
     for o in [x for x, e in ((out, "sglang"), (vout, "vllm")) if e in engines]:
         Path(o + ".truth.json").write_text(json.dumps(truth, indent=1) + "\n")
+
+
+_VLLM_STAMP = re.compile(r"^(INFO )(\d\d-\d\d \d\d:\d\d:\d\d)( .*?Engine )000(: .*)$")
+_SGLANG_STAMP = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)(\.\d+)?\](.*)$")
+
+
+def render_dp(srcs: list[str], name: str, shift_s: float = 1.0,
+              vllm_interval: float = STATS_INTERVAL, engines: tuple[str, ...] = ("sglang", "vllm"),
+              out_dir: Path | None = None) -> None:
+    """One server with data parallelism: each of ``srcs`` rendered as one DP rank (vLLM
+    ``Engine 00i``, each rank its own stats lines; SGLang ``[... DPi TPi]``, each rank its own
+    scheduler's batch lines), rank i's clock ``i × shift_s`` later, the lines of all ranks
+    merged in time order as the one process prints them. The truth adds the ranks': a state is
+    the streams decoding on one rank, the run's span is the union of theirs."""
+    import heapq
+    import tempfile
+    base = Path(out_dir) if out_dir is not None else ROOT / "fixtures"
+    with tempfile.TemporaryDirectory() as tmp:
+        for i, src in enumerate(srcs):
+            render(src, f"rank{i}", vllm_interval, engines, out_dir=Path(tmp))
+        for engine in engines:
+            ranks, truths = [], []
+            for i in range(len(srcs)):
+                stem = Path(tmp) / engine / "rendered" / f"rank{i}"
+                truths.append(json.loads(stem.with_suffix(".truth.json").read_text()))
+                lines = []
+                for ln in stem.with_suffix(".log").read_text().splitlines():
+                    if engine == "vllm":
+                        m = _VLLM_STAMP.match(ln) or re.match(
+                            r"^(INFO )(\d\d-\d\d \d\d:\d\d:\d\d)( .*)()$", ln)
+                        t = datetime.strptime(f"2026-{m[2]}", "%Y-%m-%d %H:%M:%S").replace(
+                            tzinfo=UTC) + timedelta(seconds=i * shift_s)
+                        idx = f"{i:03d}" if m[4] else ""
+                        ln = f"{m[1]}{t:%m-%d %H:%M:%S}{m[3]}{idx}{m[4]}"
+                    else:
+                        m = _SGLANG_STAMP.match(ln)
+                        t = datetime.fromisoformat(m[1] + (m[2] or "")).replace(
+                            tzinfo=UTC) + timedelta(seconds=i * shift_s)
+                        frac = f".{t.microsecond // 1000:03d}" if m[2] else ""
+                        ln = f"[{t:%Y-%m-%d %H:%M:%S}{frac} DP{i} TP{i}]{m[3]}"
+                    lines.append((t, ln))
+                ranks.append(lines)
+            merged = [ln for _t, ln in heapq.merge(*ranks, key=lambda x: x[0])]
+            out = base / engine / "rendered"
+            out.mkdir(parents=True, exist_ok=True)
+            (out / f"{name}.log").write_text("\n".join(merged) + "\n")
+            (out / f"{name}.truth.json").write_text(
+                json.dumps(_merge_truths(truths, shift_s), indent=1) + "\n")
+
+
+def _merge_truths(truths: list[dict], shift_s: float) -> dict:
+    """The truth of ranks that ran side by side, rank i ``i × shift_s`` later."""
+    states: dict[str, dict] = {}
+    for t in truths:
+        for k, v in t["states"].items():
+            acc = states.setdefault(k, dict.fromkeys(
+                ("tokens", "decode_seconds", "prefill_seconds", "seconds", "steps"), 0.0))
+            for f in acc:
+                acc[f] += v[f]
+    for k, v in states.items():
+        n = int(k)
+        v.update(clean_per_stream=v["tokens"] / n / v["decode_seconds"],
+                 served_per_stream=v["tokens"] / n / v["seconds"],
+                 aggregate=v["tokens"] / v["seconds"])
+    tok = sum(t["run"]["tokens"] for t in truths)
+    t0 = min(t["run"]["t0_s"] + i * shift_s for i, t in enumerate(truths))
+    t1 = max(t["run"]["t1_s"] + i * shift_s for i, t in enumerate(truths))
+    out = {"source": " + ".join(t["source"] for t in truths) + f", ranks {shift_s:g} s apart",
+           "decode_per_stream": {}, "prefill_chunks": [c for t in truths for c in
+                                                     t["prefill_chunks"]],
+           "states": dict(sorted(states.items(), key=lambda x: int(x[0]))),
+           "run": {"tokens": tok, "span_s": t1 - t0, "throughput": tok / (t1 - t0),
+                   "served_per_stream": tok / sum(int(k) * v["seconds"]
+                                                  for k, v in states.items()),
+                   "t0_s": t0, "t1_s": t1}}
+    acc = [t["acceptance"] for t in truths if "acceptance" in t]
+    if acc and len(acc) == len(truths):
+        steps = [t["run"]["tokens"] / t["acceptance"]["mean_len"] for t in truths]
+        out["acceptance"] = {"mean_len": tok / sum(steps),
+                             "rate": float(np.average([a["rate"] for a in acc], weights=steps))}
+    return out
 
 
 def _vllm(steps, prompts, streams, k_spec: int, wall, arrivals, real_prompts,

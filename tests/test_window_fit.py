@@ -23,6 +23,9 @@ VL = FIXTURES / "vllm" / "rendered"
 VLLM_ENV = "VLLM_LOG_STATS_INTERVAL"
 VLLM_1S = ["sweep-np1-interval1", "sweep-np2-interval1", "sweep-np4-interval1"]
 AGENT = ["sweep-np1", "sweep-np2", "sweep-np4", "spec-c256k-np2", "q8kv-c256k-np2"]
+# two agent runs as the data-parallel engines of one server, the second's clock 1 s later
+# (render_dp): each engine prints its own window lines, interleaved in one log
+DP = ["dp2-np4", "dp2-np2"]
 # measured misses (bench/RESULTS.md, "SGLang and vLLM under agent load"): at 2 slots with
 # whole-second stamps a prompt starts as a slot frees, so the one-stream state's aggregate (k ×
 # as served) carries the prompt term's error (measured -7.1 %; with SGLANG_LOG_MS=1 -3.8 %);
@@ -75,7 +78,7 @@ def test_sglang_speed_per_stream_as_served_over_the_run(name):
 
 
 @pytest.mark.parametrize("root", [SG, VL], ids=["sglang", "vllm"])
-@pytest.mark.parametrize("name", AGENT)
+@pytest.mark.parametrize("name", AGENT + DP)
 def test_served_throughput_within_5pct(name, root):
     log = root / f"{name}.log"
     got = window_throughput(logscope.read(str(log)))
@@ -289,3 +292,49 @@ def test_pooled_line_answers_the_states_seen_only_in_passing(tmp_path):
         assert fit[k]["clean_lo"] <= fit[k]["clean_per_stream"] <= fit[k]["clean_hi"]
     for k in (1, 4):
         assert fit[k]["clean_per_stream"] == pytest.approx(truth[k], rel=0.05)
+
+
+@pytest.mark.parametrize("name", DP)
+def test_data_parallel_engines_are_read_each_from_its_own_lines(name):
+    """A server with two data-parallel engines: each prints its own window lines (vLLM
+    ``Engine 001``, SGLang ``DP1``), a second apart. Each engine's intervals are read from its
+    own lines (vLLM's stats interval was read as the 2 s between the two engines' lines, which
+    took 80-90 % off the served throughput; SGLang paired one rank's line with the other's);
+    a state is the streams decoding on one engine."""
+    from logscope.analysis._util import with_time
+    from logscope.analysis.served import served
+    from logscope.analysis.windows import run_intervals
+
+    vl = logscope.read(str(VL / f"{name}.log"))
+    es, _ = with_time(vl["engine_stats"])
+    per = run_intervals(es.select(pl.col("file").cast(pl.String), "run", "slot", "t"), 1.0)
+    assert sorted(k[2] for k in per) == [0, 1]
+    assert all(v == pytest.approx(10.0, abs=0.1) for v in per.values())
+    s = served(vl)
+    assert s["engines"] == 2
+    log = SG / f"{name}.log"
+    truth = _truth(log)
+    sg = logscope.read(str(log))
+    assert served(sg)["per_stream_tps"] == pytest.approx(truth["run"]["served_per_stream"],
+                                                         rel=0.10)
+    fit = {r["decoding"]: r for r in state_fit(sg).iter_rows(named=True)}
+    for k, t in truth["states"].items():
+        if t["decode_seconds"] >= 5:
+            r = fit[int(k)]
+            assert r["reason"] is None, r["reason"]
+            for what in ("clean", "served"):
+                assert r[f"{what}_per_stream"] == pytest.approx(t[f"{what}_per_stream"],
+                                                                rel=0.10)
+    from logscope.analysis.report import build_report, render
+    md = render(build_report([sg]), "md")
+    assert "data parallel: 2 engines" in md and "engine-seconds" in md
+
+
+def test_data_parallel_truth_adds_the_ranks():
+    """render_dp's truth: tokens and state seconds add; the span is the union of the ranks'."""
+    t = _truth(VL / "dp2-np2.log")
+    one, two = _truth(VL / "sweep-np2.log"), _truth(VL / "q8kv-c256k-np2.log")
+    assert t["run"]["tokens"] == pytest.approx(one["run"]["tokens"] + two["run"]["tokens"])
+    assert t["run"]["span_s"] >= max(one["run"]["span_s"], two["run"]["span_s"])
+    assert t["states"]["2"]["seconds"] == pytest.approx(
+        one["states"]["2"]["seconds"] + two["states"]["2"]["seconds"])

@@ -473,11 +473,16 @@ def served_lines(s: dict | None) -> list[str]:
            f"{s['span_basis']}; {_fmt(s['busy_tps'])} t/s per busy second"
            + ("; a run of fewer than three intervals with tokens starts and ends somewhere "
               "inside its first and last: they count whole" if least else "") + ")"]
+    if (s.get("engines") or 1) > 1:
+        out.append(f"- data parallel: {s['engines']} engines, each printing its own window "
+                   "lines; a state is the streams decoding on one engine, the served "
+                   "throughput is the whole server's")
     if s.get("per_stream_tps"):
         out.append(f"- speed per stream as served: {_fmt(s['per_stream_tps'])} t/s "
                    f"({s['per_stream_source']}, n = {s['per_stream_n']}; up to "
                    f"{s['max_streams']} stream{'s' if s['max_streams'] != 1 else ''} "
-                   "decoding at once)")
+                   "decoding at once" + (" on one engine" if (s.get("engines") or 1) > 1
+                                          else "") + ")")
     parts = [(w, s[k]) for k, w in (("decode_s", "decode"),
                                     ("decode_prefill_s", "decode + prefill"),
                                     ("prefill_s", "prefill"), ("stall_s", "stall"),
@@ -485,8 +490,11 @@ def served_lines(s: dict | None) -> list[str]:
     # shares of the time the states account for: the span itself on a request log; on window
     # lines the intervals, where the span's edge intervals count only their busy part
     span = sum(v for _, v in parts) or s["span_s"]
+    n = s.get("engines") or 1
     out.append("- the served span: " + ", ".join(
-        f"{w} {v:,.1f} s ({100 * v / span:.0f} %)" for w, v in parts))
+        f"{w} {v:,.1f} s ({100 * v / span:.0f} %)" for w, v in parts)
+        + (f" (engine-seconds: {n} data-parallel engines, each its own window lines, side by "
+           "side)" if n > 1 else ""))
     return out
 
 
@@ -668,6 +676,7 @@ def render(rep: dict, fmt: str = "md") -> str:
         lines += iteration_lines(h.get("iterations"))  # vLLM's step lines, where printed
         lines += energy_lines(h.get("energy"))  # GPU telemetry given (docs/energy.md)
         tb = rep["time_budget"].filter(pl.col("label") == name)
+        n_eng = (h.get("served") or {}).get("engines") or 1
         if tb.height:
             tot = tb.group_by("state").agg(pl.col("seconds").sum())
             sec = dict(tot.iter_rows())
@@ -676,7 +685,8 @@ def render(rep: dict, fmt: str = "md") -> str:
                 f"{k} {sec[k]:,.1f} s ({100 * sec[k] / total:.0f} %)"
                 for k in BUDGET_STATES if k in sec)
                 + (" (stall = requests in progress, nothing computing: the server loop saving "
-                   "or loading a prompt cache blocks every slot)" if sec.get("stall") else ""))
+                   "or loading a prompt cache blocks every slot)" if sec.get("stall") else "")
+                + (f" (engine-seconds of {n_eng} data-parallel engines)" if n_eng > 1 else ""))
         parts.append("\n".join(lines) + "\n")
         if rep["findings"].get(name):
             parts.append(findings_md(rep["findings"][name]))
@@ -743,8 +753,12 @@ def render(rep: dict, fmt: str = "md") -> str:
              for r in cc.iter_rows(named=True)]))
     tb = rep["time_budget"]
     if tb.height:
+        dp = max(((h.get("served") or {}).get("engines") or 1
+                  for h in rep["headline"].values()), default=1)
         parts.append("\n## Where the time went (server clock, the whole log; busy = requests "
-                     "in progress; the seconds add up to the log's span)\n")
+                     "in progress; the seconds add up to the log's span"
+                     + (", times its data-parallel engines (each logs its own windows)"
+                        if dp > 1 else "") + ")\n")
         parts.append(_md_table(["label", "state", "busy", "seconds", "share"],
                                [[r["label"], r["state"], r["busy"], _fmt(r["seconds"], 1),
                                  f"{100 * r['share']:.1f} %" if r["share"] is not None else None]

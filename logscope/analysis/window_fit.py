@@ -213,7 +213,8 @@ def _sglang(logs) -> _Windows | None:
     db, pb = table(logs, "decode_batch"), table(logs, "prefill_batch")
     if db is None or "gen_throughput" not in db.columns:
         return None
-    parts = [db.select("file", "line", "ts", "t_rel", pl.lit("d").alias("k"),
+    parts = [db.select("file", pl.col("run").alias("srv"), "slot", "line", "ts", "t_rel",
+                       pl.lit("d").alias("k"),
                        pl.col("running_req").cast(pl.Int64).alias("run"),
                        col_or_null(db, "accept_len", pl.Float64).alias("acc"),
                        pl.col("gen_throughput").cast(pl.Float64).alias("thr"),
@@ -221,7 +222,8 @@ def _sglang(logs) -> _Windows | None:
                        pl.lit(None, pl.Int64).alias("new"),
                        pl.lit(None, pl.Int64).alias("cached"))]
     if pb is not None:
-        parts.append(pb.select("file", "line", "ts", "t_rel", pl.lit("p").alias("k"),
+        parts.append(pb.select("file", pl.col("run").alias("srv"), "slot", "line", "ts",
+                               "t_rel", pl.lit("p").alias("k"),
                                col_or_null(pb, "running_req", pl.Int64).alias("run"),
                                pl.lit(None, pl.Float64).alias("acc"),
                                pl.lit(None, pl.Float64).alias("thr"),
@@ -229,10 +231,11 @@ def _sglang(logs) -> _Windows | None:
                                col_or_null(pb, "new_token", pl.Int64).alias("new"),
                                col_or_null(pb, "cached_token", pl.Int64).alias("cached")))
     df, basis = with_time(pl.concat(parts, how="vertical_relaxed"))
-    df = df.with_columns(pl.col("file").cast(pl.String)).sort("file", "t", "line")
+    df = df.with_columns(pl.col("file").cast(pl.String)).sort("file", "srv", "slot", "t",
+                                                              "line")
     exact_t = basis == "s" and (resolution_s(logs) or 1.0) < 1.0
     rows = []   # (T, k0, k1, m, prefills[(new, depth, running)])
-    for _f, g in df.group_by("file", maintain_order=True):
+    for _f, g in df.group_by("file", "srv", "slot", maintain_order=True):  # each DP rank's own
         prev = None
         pend: list[tuple[int, float, int]] = []
         for r in g.iter_rows(named=True):
@@ -273,14 +276,14 @@ def _vllm(logs) -> _Windows | None:
     if es is None or "gen_throughput" not in es.columns:
         return None
     df, basis = with_time(es.select(
-        "file", pl.col("run").alias("srv"), "line", "ts", "t_rel",
+        "file", pl.col("run").alias("srv"), "slot", "line", "ts", "t_rel",
         pl.col("gen_throughput").cast(pl.Float64).alias("gthr"),
         col_or_null(es, "prompt_throughput", pl.Float64).alias("pthr"),
         pl.col("running_reqs").cast(pl.Int64).alias("run"),
         col_or_null(es, "kv_cache_usage_pct", pl.Float64).alias("kv")))
     if basis != "s":
         return None
-    df = df.with_columns(pl.col("file").cast(pl.String)).sort("file", "srv", "t", "line")
+    df = df.with_columns(pl.col("file").cast(pl.String)).sort("file", "srv", "slot", "t", "line")
     sd = table(logs, "spec_decoding")
     mal: dict[tuple[str, int], float] = {}
     if sd is not None and "mean_acceptance_length" in sd.columns:
@@ -291,7 +294,7 @@ def _vllm(logs) -> _Windows | None:
     # the stats interval of each server run: lines come every interval when busy, later
     # after idle
     res = resolution_s(logs) or 0.0
-    per_run = run_intervals(df.select("file", pl.col("srv").alias("run"), "t"), res)
+    per_run = run_intervals(df.select("file", pl.col("srv").alias("run"), "slot", "t"), res)
     if not per_run:
         return None
     max_run = int(df["run"].max() or 0)
@@ -299,10 +302,10 @@ def _vllm(logs) -> _Windows | None:
     spec_lines = sorted(mal)
     edges: list[tuple[bool, bool]] = []   # per row: starts after idle, ends before idle
     snaps: list[tuple[int, int, float, float, float]] = []
-    for _f, g in df.group_by("file", "srv", maintain_order=True):
+    for _f, g in df.group_by("file", "srv", "slot", maintain_order=True):  # each engine's own
         prev_t, prev_run, prev_kv = None, 0, None
         gl = g.rows(named=True)
-        interval = per_run[(_f[0], _f[1])]
+        interval = per_run[_f]
         # a line comes a little after each interval (the API server's log loop), so
         # whole-second stamps now and then show one second more than the interval: not idle
         idle_gap = 1.5 * interval + res
@@ -1003,6 +1006,17 @@ def served_units(logs) -> tuple[np.ndarray, np.ndarray] | None:
     return w.tok.sum(1), kbar * _decoding_seconds(w)
 
 
+def vllm_interval_s(logs) -> float | None:
+    """vLLM's stats interval (the median over the log's intervals), None on other logs.
+
+    Example::
+
+        vllm_interval_s(logscope.read("vllm.log"))   # 10.0 at the default
+    """
+    w = _windows(logs)
+    return float(np.median(w.T)) if w is not None and w.engine == "vllm" and len(w.T) else None
+
+
 def _decoding_seconds(w: _Windows) -> np.ndarray:
     """Per interval, the seconds its streams were decoding, from the lines: its seconds
     (vLLM's first and last intervals of a run: their busy share), except an interval that also
@@ -1074,7 +1088,8 @@ def prefill_fit(logs, label: str | None = None) -> pl.DataFrame:
 
 def window_spans(logs) -> pl.DataFrame | None:
     """Per server run (``file``, ``run``), the ``seconds`` its window lines span: from the first
-    interval's start to the last line (idle inside the run included, as a client sees it).
+    interval's start to the last line (idle inside the run included, as a client sees it; a
+    server with data-parallel engines, from the first engine's start to the last one's end).
     vLLM: from the first to the last interval that computed a token; those two intervals are
     partly idle (the run starts and ends inside them), so each counts the seconds its tokens
     took at its neighbour's rate; ``edges_read`` is false where a run has fewer than three such
@@ -1093,17 +1108,21 @@ def window_spans(logs) -> pl.DataFrame | None:
         es, _ = with_time(table(logs, "engine_stats"))
         act = es.filter((pl.col("gen_throughput").fill_null(0) > 0)
                         | (pl.col("prompt_throughput").fill_null(0) > 0)).sort("t")
-        per_run = run_intervals(es.select(pl.col("file").cast(pl.String), "run", "t"),
+        per_run = run_intervals(es.select(pl.col("file").cast(pl.String), "run", "slot", "t"),
                                 resolution_s(logs) or 0.0)
-        for (f, r), run in act.group_by("file", "run", maintain_order=True):
-            T = per_run.get((str(f), r), float(w.T[0]))
+        runs: dict[tuple, list] = {}   # each engine's busy stretch; a run spans their union
+        for (f, r, e), run in act.group_by("file", "run", "slot", maintain_order=True):
+            T = per_run.get((str(f), r, e), float(w.T[0]))
             g = run["gen_throughput"].fill_null(0).to_numpy()
-            span = float(run["t"].max() - run["t"].min()) + T
+            t0, t1 = float(run["t"].min()) - T, float(run["t"].max())
             if len(g) >= 3:
-                for edge, nb in ((0, 1), (-1, -2)):
-                    if g[nb] > 0:
-                        span -= T - min(T, T * g[edge] / g[nb])
-            rows.append((str(f), r, span, len(g) >= 3))
+                if g[1] > 0:
+                    t0 += T - min(T, T * g[0] / g[1])
+                if g[-2] > 0:
+                    t1 -= T - min(T, T * g[-1] / g[-2])
+            runs.setdefault((str(f), r), []).append((t0, t1, len(g) >= 3))
+        rows = [(f, r, max(x[1] for x in v) - min(x[0] for x in v), all(x[2] for x in v))
+                for (f, r), v in runs.items()]
     else:
         parts = [with_time(x)[0].select(pl.col("file").cast(pl.String), "run", "ts") for x in
                  (table(logs, "decode_batch"), table(logs, "prefill_batch")) if x is not None]
@@ -1137,6 +1156,7 @@ def window_throughput(logs) -> dict | None:
             "lower_bound": not spans["edges_read"].all()}
 
 
-__all__ = ["state_fit", "state_fit_replicates", "served_units", "window_throughput",
+__all__ = ["state_fit", "state_fit_replicates", "served_units", "vllm_interval_s",
+           "window_throughput",
            "window_spans",
            "STATE_FIT_SCHEMA", "PREFILL_FIT_SCHEMA"]

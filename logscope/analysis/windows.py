@@ -55,6 +55,8 @@ PREFILL_SCHEMA = {"file": pl.String, "run": pl.Int32, "depth": pl.Float64,
                   "depth_start": pl.Int64, "tokens": pl.Int64, "seconds": pl.Float64,
                   "tps": pl.Float64, "solo": pl.Boolean, "source": pl.String,
                   "exactness": pl.String}
+# one engine's own window lines: each data-parallel engine of a server run (vLLM
+# ``Engine NNN``, SGLang's ``DPn``) logs its own windows; ``slot`` holds its index
 GROUP = ["file", "run", "slot"]
 
 
@@ -118,11 +120,12 @@ def _intervals(logs) -> pl.DataFrame | None:
         # a stats line covers the interval before it, the run's first line too (which may
         # hold idle before the run's first request: flagged)
         res = resolution_s(logs) or 0.0
-        per = run_intervals(d.select("file", "run", "t"), res)
-        per_df = pl.DataFrame([(f, r, v) for (f, r), v in per.items()], orient="row",
+        per = run_intervals(d.select(*GROUP, "t"), res)
+        per_df = pl.DataFrame([(f, r, e, v) for (f, r, e), v in per.items()], orient="row",
                               schema={"file": pl.String, "run": d.schema["run"],
-                                      "_T": pl.Float64})
-        d = d.join(per_df, on=["file", "run"], how="left", maintain_order="left").with_columns(
+                                      "slot": d.schema["slot"], "_T": pl.Float64})
+        d = d.join(per_df, on=GROUP, how="left", maintain_order="left",
+                   nulls_equal=True).with_columns(
             pl.col("_T").fill_null(0.0)).with_columns(
             pl.col("_t0").is_null().alias("_first"),
             pl.col("_t0").fill_null(pl.col("t") - pl.col("_T")))
@@ -211,16 +214,39 @@ def stats_interval(gaps: pl.Series, resolution: float = 0.0) -> float | None:
 
 
 def run_intervals(df: pl.DataFrame, resolution: float = 0.0) -> dict[tuple, float]:
-    """vLLM's stats interval per server run (``file``, ``run``; lines with ``t``), each from
-    its own gaps (a restart may change ``VLLM_LOG_STATS_INTERVAL`` or the release's default),
-    a run with too few lines taking the log's; empty without a gap to read."""
-    gaps = df.sort("file", "run", "t").with_columns(
-        pl.col("t").diff().over("file", "run").alias("_gap"))
+    """vLLM's stats interval per server run and engine (``file``, ``run``, ``slot``: the
+    engine index, each data-parallel engine printing its own lines; lines with ``t``), each
+    from its own gaps (a restart may change ``VLLM_LOG_STATS_INTERVAL`` or the release's
+    default), a run with too few lines taking the log's; empty without a gap to read.
+
+    Example::
+
+        run_intervals(pl.DataFrame({"file": ["a"] * 3, "run": [1] * 3, "slot": [0] * 3,
+                                    "t": [0.0, 10.0, 20.0]}))   # {("a", 1, 0): 10.0}
+    """
+    gaps = df.sort(*GROUP, "t").with_columns(
+        pl.col("t").diff().over(GROUP).alias("_gap"))
     every = stats_interval(gaps["_gap"], resolution)
     if every is None:
         return {}
-    return {(str(f), r): stats_interval(g["_gap"], resolution) or every
-            for (f, r), g in gaps.group_by("file", "run")}
+    return {(str(f), r, e): stats_interval(g["_gap"], resolution) or every
+            for (f, r, e), g in gaps.group_by(GROUP)}
+
+
+def engines_per_run(logs) -> int:
+    """The most data-parallel engines any server run of a window log shows (each prints its
+    own window lines: vLLM ``Engine NNN``, SGLang ``DPn``); 1 otherwise. Their intervals run
+    side by side, so their seconds add up to that many times the run's span.
+
+    Example::
+
+        engines_per_run(logscope.read("vllm-dp2.log"))   # 2
+    """
+    got = _lines(logs)
+    if got is None or got[0].height == 0:
+        return 1
+    n = got[0].group_by("file", "run").agg(pl.col("slot").drop_nulls().n_unique())
+    return max(1, int(n["slot"].max() or 1))
 
 
 def resolution_s(logs) -> float | None:
