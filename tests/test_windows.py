@@ -109,3 +109,35 @@ def test_vllm_stats_interval_is_the_mean_of_its_whole_second_gaps():
     gaps = pl.Series([None] + [b - a for a, b in zip(stamps, stamps[1:], strict=False)],
                      dtype=pl.Float64)
     assert stats_interval(gaps, 1.0) == pytest.approx(10.3, abs=0.1)
+
+
+def test_lines_every_rank_prints_are_read_once(tmp_path):
+    """SGLang's schedulers print a batch or retraction line once per TP rank and once per
+    pipeline stage (the same event), while each rank of data-parallel attention prints its own:
+    the analyses read one print per event and every DP rank's own."""
+    from logscope.analysis.pressure import pressure_summary
+    from logscope.analysis.window_fit import window_throughput
+
+    def batch(t, rank, run, thr):
+        return (f"[2026-01-01 10:00:{t:02d} {rank}] Decode batch, #running-req: {run}, "
+                f"#token: 100, token usage: 0.01, cuda graph: True, gen throughput (token/s): "
+                f"{thr:.2f}, #queue-req: 0, ")
+
+    def retract(rank, n):
+        return (f"[2026-01-01 10:00:30 {rank}] KV cache pool is full. Retract requests. "
+                f"#retracted_reqs: {n}, #new_token_ratio: 0.3000 -> 0.5000")
+
+    tp_pp = [line for t in (0, 1, 2, 3, 4) for r in ("TP0 PP0", "TP1 PP0", "TP0 PP1", "TP1 PP1")
+             for line in [batch(t, r, 2, 80.0)]] + [retract(r, 2) for r in ("TP0 PP0", "TP1 PP0",
+                                                                          "TP0 PP1", "TP1 PP1")]
+    dp = [batch(t, r, 2, 80.0) for t in (0, 1, 2, 3, 4) for r in ("DP0 TP0", "DP1 TP1")] \
+        + [retract("DP0 TP0", 2), retract("DP1 TP1", 1)]
+    one = [batch(t, "TP0", 2, 80.0) for t in (0, 1, 2, 3, 4)] + [retract("TP0", 2)]
+    got = {}
+    for name, lines in (("tp_pp", tp_pp), ("dp", dp), ("one", one)):
+        log = tmp_path / f"{name}.log"
+        log.write_text("\n".join(lines) + "\n")
+        logs = logscope.read(str(log))
+        got[name] = (pressure_summary(logs)["retracted"], window_throughput(logs)["tokens"])
+    assert got["tp_pp"] == got["one"] == (2, got["one"][1])
+    assert got["dp"] == (3, 2 * got["one"][1])   # two DP ranks: their own events and tokens

@@ -26,12 +26,36 @@ def depth_bucket(d: float | None) -> int | None:
 
 
 def table(logs, name: str) -> pl.DataFrame | None:
-    """The frame ``name`` of ``logs`` if it exists and has rows, else None."""
+    """The frame ``name`` of ``logs`` if it exists and has rows, else None; one print per
+    event where a server prints a line once per rank (:func:`one_print`)."""
     get = getattr(logs, "get", None)
     df = get(name) if get is not None else None
     if df is None or df.height == 0:
         return None
-    return df
+    return one_print(df)
+
+
+# the ranks that print the same line: TP ranks of one DP rank, pipeline stages
+RANKS = ("tp_rank", "pp_rank")
+
+
+def one_print(df: pl.DataFrame) -> pl.DataFrame:
+    """The rows of one rank where every rank of a server prints the same line: SGLang's
+    schedulers print their batch, retraction and startup lines once per TP rank and once per
+    pipeline stage (``[… TP1 PP1]`` repeats ``[… TP0 PP0]``), while each rank of data-parallel
+    attention (``DPn``) prints its own. Per file, server run and DP rank, the lowest TP rank
+    and the first pipeline stage that printed the table's lines speak for the others.
+
+    Example::
+
+        one_print(logscope.read("sglang-tp2.log")["retract"])   # TP1's copies left out
+    """
+    have = [c for c in RANKS if c in df.columns and df[c].null_count() < df.height]
+    if not have:
+        return df
+    key = [c for c in ("file", "run", "dp_rank") if c in df.columns]
+    keep = [pl.col(c).fill_null(0) == pl.col(c).fill_null(0).min().over(key) for c in have]
+    return df.filter(pl.all_horizontal(keep))
 
 
 def col(df: pl.DataFrame, *names: str) -> str | None:

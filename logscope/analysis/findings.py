@@ -88,8 +88,6 @@ def _counted(logs, name: str, rule: str, text) -> list[dict]:
     df = table(logs, name)
     if df is None:
         return []
-    if "primary_rank" in df.columns:   # printed by every TP rank: rank 0 speaks for them
-        df = df.filter(pl.col("primary_rank").fill_null(True))
     if df.height == 0:
         return []
     return [{"rule": rule, "text": text(df), "evidence": _where(df)}]

@@ -15,7 +15,9 @@ What each batch-line figure is (sglang.md):
   ``pending_token``, ``graph_used``;
 * exact per batch: ``new_seq``, ``new_token``, ``cached_token``, ``replay_token``;
 * cumulative since start: ``cache_hit_rate_pct`` (≤ 0.4.3), ``forward_ct``;
-* per event, printed by every TP rank: ``retracted_reqs`` (``primary_rank`` marks rank 0).
+* per event: ``retracted_reqs``. Batch, retraction and startup lines are printed by every TP
+  rank and pipeline stage; the analyses read one print per event
+  (:func:`logscope.analysis._util.one_print`).
 """
 
 from __future__ import annotations
@@ -56,8 +58,6 @@ class SglangStream(Stream):
             pl.lit(None, pl.Int64).alias("task"),
             pl.when(pl.col("kind").is_in(["prefill_batch", "decode_batch"]))
             .then(pl.lit(BASIS_WINDOW)).alias("basis"),
-            # retraction and startup lines are printed once per TP rank: count rank 0 only
-            (pl.col("tp_rank").fill_null(0) == 0).alias("primary_rank"),
             # a line a terminal copy cut (``*_damaged``): its intact items are kept, but the
             # item beside a cut may itself be short, so the row says so
             pl.when(pl.col("variant").str.ends_with("_damaged")).then(True).alias("partial"),

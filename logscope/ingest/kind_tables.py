@@ -13,7 +13,7 @@ COMMON_COLUMNS = ["file", "line", "run", "engine", "ts", "ts_source", "ts_inferr
                   "level", "slot", "task", "variant"]
 # columns an engine model may add to its event rows (kept in the kind tables when present)
 MODEL_COLUMNS = {"basis": pl.Categorical(), "counter": pl.String,
-                 "mean_acceptance_length_raw": pl.Float64, "primary_rank": pl.Boolean,
+                 "mean_acceptance_length_raw": pl.Float64,
                  "partial": pl.Boolean, "prefix": pl.String}
 
 
