@@ -141,3 +141,15 @@ def test_lines_every_rank_prints_are_read_once(tmp_path):
         got[name] = (pressure_summary(logs)["retracted"], window_throughput(logs)["tokens"])
     assert got["tp_pp"] == got["one"] == (2, got["one"][1])
     assert got["dp"] == (3, 2 * got["one"][1])   # two DP ranks: their own events and tokens
+
+
+def test_the_rank_that_printed_most_speaks_when_copies_were_lost():
+    """Ray folds a line repeated across its workers: TP0's copy of the first retraction is
+    gone, TP1 printed both. The fuller rank's series is read (5 retracted, as in the same log
+    with every copy), not the lowest rank's (3)."""
+    from logscope.analysis.pressure import pressure_summary
+
+    wild = FIXTURES / "wild"
+    got = [pressure_summary(logscope.read(str(wild / f)))["retracted"]
+           for f in ("sglang-ray-dedup.log", "sglang-markdown-bold.log")]
+    assert got == [5, 5]

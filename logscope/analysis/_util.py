@@ -43,8 +43,10 @@ def one_print(df: pl.DataFrame) -> pl.DataFrame:
     """The rows of one rank where every rank of a server prints the same line: SGLang's
     schedulers print their batch, retraction and startup lines once per TP rank and once per
     pipeline stage (``[… TP1 PP1]`` repeats ``[… TP0 PP0]``), while each rank of data-parallel
-    attention (``DPn``) prints its own. Per file, server run and DP rank, the lowest TP rank
-    and the first pipeline stage that printed the table's lines speak for the others.
+    attention (``DPn``) prints its own. Per file, server run and DP rank, the rank that printed
+    the most of the table's lines speaks for the others (the lowest TP rank, then the first
+    stage, on a tie): a log that lost some copies (Ray folds a line repeated across its workers
+    into one) keeps the fullest series.
 
     Example::
 
@@ -54,9 +56,10 @@ def one_print(df: pl.DataFrame) -> pl.DataFrame:
     if not have:
         return df
     key = [c for c in ("file", "run", "dp_rank") if c in df.columns]
-    keep = [pl.col(c).fill_null(0) == pl.col(c).fill_null(0).min().over(key) for c in have]
-    return df.filter(pl.all_horizontal(keep))
-
+    ranks = [pl.col(c).fill_null(0) for c in have]
+    rank = ranks[0] * 1000 + ranks[1] if len(ranks) == 2 else ranks[0]
+    score = pl.len().over([*key, *ranks]).cast(pl.Int64) * 1_000_000 - rank.cast(pl.Int64)
+    return df.filter(score == score.max().over(key))
 
 def col(df: pl.DataFrame, *names: str) -> str | None:
     """The first of ``names`` that is a column of ``df`` with at least one value."""
