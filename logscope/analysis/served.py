@@ -166,8 +166,8 @@ def served(logs, label: str | None = None) -> dict:
                 src += ("; vLLM's `Running` is read at each line, so a request prefilling, or "
                         "a turn that ended and the next that began inside an interval, counts "
                         "as a stream for all of it: at this stats interval the figure reads "
-                        "low (1-20 % on rendered agent runs at 10 s; within 5 % at 1 s, "
-                        "VLLM_LOG_STATS_INTERVAL=1)")
+                        "low (0-31 % on agent runs rendered at 10 s intervals, more on a run "
+                        "of a few intervals; within 5 % at VLLM_LOG_STATS_INTERVAL=1)")
             n_units = int((su[1] > 0).sum())   # the intervals pooled
         basis = "from the first window interval to the last line of each run"
         from logscope.analysis.windows import engines_per_run
