@@ -61,6 +61,7 @@ def one_print(df: pl.DataFrame) -> pl.DataFrame:
     score = pl.len().over([*key, *ranks]).cast(pl.Int64) * 1_000_000 - rank.cast(pl.Int64)
     return df.filter(score == score.max().over(key))
 
+
 def col(df: pl.DataFrame, *names: str) -> str | None:
     """The first of ``names`` that is a column of ``df`` with at least one value."""
     for n in names:
