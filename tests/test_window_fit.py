@@ -338,3 +338,21 @@ def test_data_parallel_truth_adds_the_ranks():
     assert t["run"]["span_s"] >= max(one["run"]["span_s"], two["run"]["span_s"])
     assert t["states"]["2"]["seconds"] == pytest.approx(
         one["states"]["2"]["seconds"] + two["states"]["2"]["seconds"])
+
+
+def test_a_log_joining_stamped_and_unstamped_lines_is_read(tmp_path):
+    """Millisecond stamps time SGLang's intervals; a part of the log without a clock (an older
+    release's lines appended) is read as whole-second lines are, from its tokens and
+    throughput, not a traceback (it was a TypeError in ``report``)."""
+    from logscope.analysis.report import build_report, render
+
+    stamped = [f"[2026-01-01 10:00:0{i}.{100 + 7 * i}] Decode batch, #running-req: 1, "
+               f"#token: {10 + i}, token usage: 0.01, cuda graph: True, gen throughput "
+               "(token/s): 50.00, #queue-req: 0, " for i in range(6)]
+    bare = [f"Decode batch. #running-req: 1, #token: {20 + i}, token usage: 0.01, gen "
+            "throughput (token/s): 40.00, #queue-req: 0" for i in range(6)]
+    log = tmp_path / "joined.log"
+    log.write_text("\n".join(stamped + bare) + "\n")
+    logs = logscope.read(str(log))
+    assert state_fit(logs).height == 1
+    assert "## joined.log" in render(build_report([logs]), "md")

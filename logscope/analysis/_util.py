@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import math
+import weakref
+from collections.abc import Callable
+from typing import TypeVar
 
 import polars as pl
+
+T = TypeVar("T")
 
 EXACT = "exact per request"
 TICK = "tick interval"
@@ -52,14 +57,43 @@ def one_print(df: pl.DataFrame) -> pl.DataFrame:
 
         one_print(logscope.read("sglang-tp2.log")["retract"])   # TP1's copies left out
     """
-    have = [c for c in RANKS if c in df.columns and df[c].null_count() < df.height]
-    if not have:
+    have = [c for c in RANKS if c in df.columns and df[c].drop_nulls().n_unique() > 1]
+    if not have:   # one rank printed (or none named): nothing to drop
         return df
     key = [c for c in ("file", "run", "dp_rank") if c in df.columns]
     ranks = [pl.col(c).fill_null(0) for c in have]
     rank = ranks[0] * 1000 + ranks[1] if len(ranks) == 2 else ranks[0]
     score = pl.len().over([*key, *ranks]).cast(pl.Int64) * 1_000_000 - rank.cast(pl.Int64)
     return df.filter(score == score.max().over(key))
+
+
+_MEMO: dict[tuple, tuple] = {}   # key → (weak ref to the logs, result): reports ask often
+
+
+def remembered(logs, what: str, tables: tuple[str, ...], compute: Callable[[], T]) -> T:
+    """``compute()``, remembered for the same ingest (the same ``logs`` and the same objects
+    for ``tables``) and ``what`` (a name and its arguments): a report asks several analyses
+    that each need the same reading. Logs that cannot be referred to weakly are not
+    remembered.
+
+    Example::
+
+        remembered(logs, "states:label", ("requests",), lambda: heavy(logs))
+    """
+    held = getattr(logs, "tables", None) or {}
+    key = (id(logs), what, *(id(held.get(n)) for n in tables))
+    hit = _MEMO.get(key)
+    if hit is not None and hit[0]() is logs:
+        return hit[1]
+    out = compute()
+    try:   # forgotten when the logs are
+        ref = weakref.ref(logs, lambda _r, key=key: _MEMO.pop(key, None))
+    except TypeError:
+        return out
+    if len(_MEMO) >= 32:
+        _MEMO.pop(next(iter(_MEMO)))
+    _MEMO[key] = (ref, out)
+    return out
 
 
 def col(df: pl.DataFrame, *names: str) -> str | None:

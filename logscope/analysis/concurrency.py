@@ -39,12 +39,10 @@ Every table, plot, headline and the verdict that speaks of concurrency takes it 
 
 from __future__ import annotations
 
-import weakref
-
 import numpy as np
 import polars as pl
 
-from logscope.analysis._util import EXACT, WINDOW, label_of, table
+from logscope.analysis._util import EXACT, WINDOW, label_of, remembered, table
 
 MIN_SAMPLE_TOKENS = 16   # a piece shorter than this is too short to be a rate of its own
 ALONE_SHARE = 0.98       # a request "ran alone" when this share of its decode was in (1, 0)
@@ -278,29 +276,15 @@ def _window_states(logs, lab: str) -> tuple[pl.DataFrame, pl.DataFrame]:
     return segs.cast(STATES_SCHEMA), s
 
 
-_MEMO: dict[tuple, tuple] = {}   # (logs, tables, label) → (weak ref, result): reports ask often
-
-
 def _states(logs, lab: str) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(segments of every state, decode samples) from one reading of the phases or windows;
     remembered for the same ingest (the same table objects) and label."""
-    tables = getattr(logs, "tables", None) or {}
-    key = (id(logs), lab, *(id(tables.get(n)) for n in
-                            ("requests", "decode_progress", "decode_batch", "engine_stats")))
-    hit = _MEMO.get(key)
-    if hit is not None and hit[0]() is logs:
-        return hit[1]
-    ph = _phases(logs)
-    out = _llama_states(logs, ph, lab) if ph is not None and ph.height \
-        else _window_states(logs, lab)
-    try:
-        ref = weakref.ref(logs)
-    except TypeError:       # an object that cannot be referred to weakly: not remembered
-        return out
-    if len(_MEMO) >= 16:
-        _MEMO.pop(next(iter(_MEMO)))
-    _MEMO[key] = (ref, out)
-    return out
+    def compute() -> tuple[pl.DataFrame, pl.DataFrame]:
+        ph = _phases(logs)
+        return _llama_states(logs, ph, lab) if ph is not None and ph.height \
+            else _window_states(logs, lab)
+    return remembered(logs, f"states:{lab}",
+                      ("requests", "decode_progress", "decode_batch", "engine_stats"), compute)
 
 
 def states(logs, label: str | None = None) -> pl.DataFrame:

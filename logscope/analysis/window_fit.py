@@ -74,7 +74,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import polars as pl
 
-from logscope.analysis._util import col_or_null, label_of, table, with_time
+from logscope.analysis._util import col_or_null, label_of, remembered, table, with_time
 from logscope.analysis.windows import DECODE_LOG_INTERVAL, resolution_s, run_intervals
 
 MIN_WINDOWS = 3          # intervals that must hold a state for its step to be a term
@@ -256,13 +256,16 @@ def _sglang(logs) -> _Windows | None:
                     k1 = min(seen)
                 kbar = (k0 + k1) / 2 if k0 else k1
                 gen = DECODE_LOG_INTERVAL * kbar * m
-                T = (r["t"] - prev["t"]) if exact_t else gen / r["thr"]
-                if exact_t:
+                # millisecond stamps time the interval; a line without a clock (a log that
+                # joins stamped and unstamped parts) is read as whole-second lines are
+                timed = exact_t and r["t"] is not None and prev["t"] is not None
+                T = (r["t"] - prev["t"]) if timed else gen / r["thr"]
+                if timed:
                     gen = r["thr"] * T
                 kvs = [x for x in (prev["kv"], r["kv"]) if x is not None]
                 kv = sum(kvs) / len(kvs) if kvs else 0.0
                 rows.append((T, k0 or k1, k1 or k0, m, gen, pend,
-                             float("nan") if exact_t else r["thr"],
+                             float("nan") if timed else r["thr"],
                              float(kv) if math.isfinite(kv) else 0.0))
             prev, pend = r, []
     if not rows:
@@ -452,7 +455,10 @@ def _assemble(engine: str, rows: list, depths: np.ndarray, steps_known: bool) ->
 
 
 def _windows(logs) -> _Windows | None:
-    return _sglang(logs) or _vllm(logs)
+    """The log's intervals, read once per ingest (a copy each time: the fits change them)."""
+    w = remembered(logs, "windows", ("decode_batch", "prefill_batch", "engine_stats",
+                                     "spec_decoding"), lambda: _sglang(logs) or _vllm(logs))
+    return copy.deepcopy(w)
 
 
 def _solve(w: _Windows, idx: np.ndarray) -> np.ndarray | None:
@@ -636,15 +642,14 @@ def _run(w: _Windows) -> _Run:
     allidx = np.arange(len(w.T))
     est = _figures(w, beta, inl, allidx)
     rng = np.random.default_rng(SEED)
-    good = np.flatnonzero(inl)
     K = len(w.states)
     boots = np.full((REPS, K, 5), np.nan)
     held = np.full((REPS, K, 5), np.nan)
     bb = np.full((REPS, len(beta)), np.nan)
     for r in range(REPS):
         idx = rng.choice(allidx, len(allidx))
-        bi = idx[inl[idx]]
-        if len(bi) < 2 or not len(np.intersect1d(bi, good)):
+        bi = idx[inl[idx]]   # the resampled inliers
+        if len(bi) < 2:
             continue
         b = _solve(w, bi)
         if b is not None:
@@ -897,7 +902,13 @@ def _unchecked(free: _Run, rf: list[str | None], pooled: _Run) -> str | None:
 
 def _models(logs) -> tuple[_Windows, list[tuple[_Run, str | None, str]]] | None:
     """Per state: the run that gives its figure (the per-state model where its step is
-    identified, else the pooled one), its reason when neither does, and the model's name."""
+    identified, else the pooled one), its reason when neither does, and the model's name;
+    remembered for the same ingest (a report asks for it from several analyses)."""
+    return remembered(logs, "window_fit", ("decode_batch", "prefill_batch", "engine_stats",
+                                           "spec_decoding"), lambda: _fit_models(logs))
+
+
+def _fit_models(logs) -> tuple[_Windows, list[tuple[_Run, str | None, str]]] | None:
     w = _windows(logs)
     if w is None or not w.states:
         return None
