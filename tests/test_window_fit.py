@@ -356,3 +356,12 @@ def test_a_log_joining_stamped_and_unstamped_lines_is_read(tmp_path):
     logs = logscope.read(str(log))
     assert state_fit(logs).height == 1
     assert "## joined.log" in render(build_report([logs]), "md")
+
+
+def test_a_refusal_never_prints_an_impossible_interval():
+    """A refused state whose resamples fit no positive rate says so (it printed '0–-2.35 t/s')."""
+    from logscope.analysis.window_fit import _spread_text
+
+    assert _spread_text(-5.0, -2.35) == "its resamples give no positive rate"
+    assert _spread_text(float("nan"), float("nan")) == "its resamples give no positive rate"
+    assert _spread_text(-1.0, 151.2) == "interval 0–151 t/s"

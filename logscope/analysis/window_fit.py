@@ -804,7 +804,7 @@ def _reasons(r: _Run) -> list[str | None]:
             elif wide:
                 reason = (f"{k} decoding: the pooled step time is not identified: "
                           f"{_loosest(r)} moves with the other terms in these windows "
-                          f"(interval {max(lo[j, 0], 0):.3g}–{hi[j, 0]:.3g} t/s)")
+                          f"({_spread_text(lo[j, 0], hi[j, 0])})")
         elif held[j] < MIN_WINDOWS and alone[j] >= MIN_WINDOWS:
             reason = (f"{k} decoding: the step time is not identified: {held[j]} interval(s) "
                       f"hold this state alone ({MIN_WINDOWS} needed); {alone[j]} more also hold "
@@ -818,10 +818,16 @@ def _reasons(r: _Run) -> list[str | None]:
                      "the KV in use (decode slows as contexts grow)" if w.E else "the idle")
             reason = (f"{k} decoding: the step time is not identified: in the intervals that "
                       f"hold this state its decode steps move with {other}, so the "
-                      "lines cannot tell one from the other (interval "
-                      f"{max(lo[j, 0], 0):.3g}–{hi[j, 0]:.3g} t/s)")
+                      f"lines cannot tell one from the other ({_spread_text(lo[j, 0], hi[j, 0])})")
         out.append(reason)
     return out
+
+
+def _spread_text(lo: float, hi: float) -> str:
+    """A refused state's 95 % interval in words, never an impossible rate."""
+    if not (math.isfinite(hi) and hi > 0):
+        return "its resamples give no positive rate"
+    return f"interval {max(lo, 0) if math.isfinite(lo) else 0:.3g}–{hi:.3g} t/s"
 
 
 def _cure(w: _Windows) -> str:
