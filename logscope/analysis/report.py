@@ -254,8 +254,9 @@ def _window_steps(logs) -> dict[int, float]:
     if sd is None or es is None or "ts" not in sd.columns or "running_reqs" not in es.columns:
         return {}
     from logscope.analysis.spec import acceptance_units
-    u = acceptance_units(logs)
-    if u.height == 0 or u["source"][0] != "vllm:spec_decoding":
+    # the V1 lines' units, row for row (V0's counters, vllm:spec_counters, are other rows)
+    u = acceptance_units(logs).filter(pl.col("source") == "vllm:spec_decoding")
+    if u.height == 0:
         return {}
     sd = sd.filter(pl.col("num_draft_tokens") > 0).select("file", "ts").with_columns(
         u["tokens"].alias("_tok"), u["steps"].alias("_st")).drop_nulls().sort("ts")

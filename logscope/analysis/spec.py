@@ -230,6 +230,6 @@ def acceptance_units(logs) -> pl.DataFrame:
             acc.alias("accepted"), pl.col("total_draft_tokens").cast(pl.Float64).alias("drafted"),
             pl.coalesce(col_or_null(v0, "total_emitted_tokens", pl.Float64), steps + acc)
             .alias("tokens"), steps.alias("steps"),
-            pl.lit(WINDOW).alias("exactness"), pl.lit("vllm:spec_decoding").alias("source"),
+            pl.lit(WINDOW).alias("exactness"), pl.lit("vllm:spec_counters").alias("source"),
         ).cast(schema))
     return pl.concat(parts) if parts else pl.DataFrame(schema=schema)

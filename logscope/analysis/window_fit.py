@@ -286,7 +286,9 @@ def _vllm(logs) -> _Windows | None:
         col_or_null(es, "kv_cache_usage_pct", pl.Float64).alias("kv")))
     if basis != "s":
         return None
-    df = df.with_columns(pl.col("file").cast(pl.String)).sort("file", "srv", "slot", "t", "line")
+    # a line without a clock (a part of the log whose stamps are gone) cannot be placed
+    df = df.filter(pl.col("t").is_not_null()).with_columns(
+        pl.col("file").cast(pl.String)).sort("file", "srv", "slot", "t", "line")
     sd = table(logs, "spec_decoding")
     mal: dict[tuple[str, int], float] = {}
     if sd is not None and "mean_acceptance_length" in sd.columns:
@@ -302,7 +304,12 @@ def _vllm(logs) -> _Windows | None:
         return None
     max_run = int(df["run"].max() or 0)
     rows = []
-    spec_lines = sorted(mal)
+    # per file: the SpecDecoding lines' numbers (sorted) and their mean acceptance lengths
+    by_file: dict[str, list[tuple[int, float]]] = {}
+    for (f, ln), v in sorted(mal.items()):
+        by_file.setdefault(f, []).append((ln, v))
+    spec_at = {f: (np.array([ln for ln, _ in xs]), [v for _, v in xs])
+               for f, xs in by_file.items()}
     edges: list[tuple[bool, bool]] = []   # per row: starts after idle, ends before idle
     snaps: list[tuple[int, int, float, float, float]] = []
     for _f, g in df.group_by("file", "srv", "slot", maintain_order=True):  # each engine's own
@@ -322,10 +329,10 @@ def _vllm(logs) -> _Windows | None:
             k1 = int(r["run"] or 0)
             # the SpecDecoding line printed right after this stats line
             m = 1.0
-            i = int(np.searchsorted([x[1] for x in spec_lines], r["line"], "right"))
-            if i < len(spec_lines) and spec_lines[i][0] == _f[0] \
-                    and spec_lines[i][1] - r["line"] <= 2:
-                m = mal[spec_lines[i]]
+            arr, vals = spec_at.get(_f[0], (np.array([], int), []))
+            i = int(np.searchsorted(arr, r["line"], "right"))
+            if i < len(arr) and arr[i] - r["line"] <= 2:
+                m = vals[i]
             gen = (r["gthr"] or 0.0) * T
             pro = (r["pthr"] or 0.0) * T
             kvs = [x for x in ((prev_kv if adjacent else None), r["kv"]) if x]
@@ -454,10 +461,13 @@ def _assemble(engine: str, rows: list, depths: np.ndarray, steps_known: bool) ->
                     k0a, k1a, ma, thra, Ga, Da, lone, Nb, Nch, nbb, split)
 
 
+# the tables the window readings come from (a reading is remembered while they are the same)
+WINDOW_TABLES = ("decode_batch", "prefill_batch", "engine_stats", "spec_decoding")
+
+
 def _windows(logs) -> _Windows | None:
     """The log's intervals, read once per ingest (a copy each time: the fits change them)."""
-    w = remembered(logs, "windows", ("decode_batch", "prefill_batch", "engine_stats",
-                                     "spec_decoding"), lambda: _sglang(logs) or _vllm(logs))
+    w = remembered(logs, "windows", WINDOW_TABLES, lambda: _sglang(logs) or _vllm(logs))
     return copy.deepcopy(w)
 
 
@@ -910,8 +920,7 @@ def _models(logs) -> tuple[_Windows, list[tuple[_Run, str | None, str]]] | None:
     """Per state: the run that gives its figure (the per-state model where its step is
     identified, else the pooled one), its reason when neither does, and the model's name;
     remembered for the same ingest (a report asks for it from several analyses)."""
-    return remembered(logs, "window_fit", ("decode_batch", "prefill_batch", "engine_stats",
-                                           "spec_decoding"), lambda: _fit_models(logs))
+    return remembered(logs, "window_fit", WINDOW_TABLES, lambda: _fit_models(logs))
 
 
 def _fit_models(logs) -> tuple[_Windows, list[tuple[_Run, str | None, str]]] | None:
@@ -1117,6 +1126,10 @@ def window_spans(logs) -> pl.DataFrame | None:
 
         window_spans(logscope.read("vllm.log"))["seconds"].sum()
     """
+    return remembered(logs, "window_spans", WINDOW_TABLES, lambda: _window_spans(logs))
+
+
+def _window_spans(logs) -> pl.DataFrame | None:
     w = _windows(logs)
     if w is None:
         return None
@@ -1124,7 +1137,8 @@ def window_spans(logs) -> pl.DataFrame | None:
     if w.engine == "vllm":
         es, _ = with_time(table(logs, "engine_stats"))
         act = es.filter((pl.col("gen_throughput").fill_null(0) > 0)
-                        | (pl.col("prompt_throughput").fill_null(0) > 0)).sort("t")
+                        | (pl.col("prompt_throughput").fill_null(0) > 0),
+                        pl.col("t").is_not_null()).sort("t")
         per_run = run_intervals(es.select(pl.col("file").cast(pl.String), "run", "slot", "t"),
                                 resolution_s(logs) or 0.0)
         runs: dict[tuple, list] = {}   # each engine's busy stretch; a run spans their union
