@@ -206,11 +206,13 @@ def stats_interval(gaps: pl.Series, resolution: float = 0.0) -> float | None:
     not the median: whole-second stamps of a 10.3 s interval show gaps of 10 and 11 s (their
     median 10 would take 3 % off every interval's tokens), and a line late after a long step
     covers that longer interval (the server divides by the time since its last line)."""
-    g = gaps.drop_nulls().filter(gaps.drop_nulls() > 0)
-    if g.len() == 0:
-        return None
-    base = float(g.quantile(0.25, "lower"))
-    return float(g.filter(g <= 1.5 * base + resolution).mean())
+    return gaps.rename("_gap").to_frame().select(_interval(resolution)).item()
+
+
+def _interval(resolution: float) -> pl.Expr:
+    """:func:`stats_interval` of the column ``_gap`` (per group in an aggregation)."""
+    g = pl.col("_gap").filter(pl.col("_gap") > 0)
+    return g.filter(g <= 1.5 * g.quantile(0.25, "lower") + resolution).mean()
 
 
 def run_intervals(df: pl.DataFrame, resolution: float = 0.0) -> dict[tuple, float]:
@@ -229,10 +231,7 @@ def run_intervals(df: pl.DataFrame, resolution: float = 0.0) -> dict[tuple, floa
     every = stats_interval(gaps["_gap"], resolution)
     if every is None:
         return {}
-    # stats_interval per engine, in one pass
-    g = pl.col("_gap").filter(pl.col("_gap") > 0)
-    own = gaps.group_by(GROUP).agg(
-        g.filter(g <= 1.5 * g.quantile(0.25, "lower") + resolution).mean().alias("_T"))
+    own = gaps.group_by(GROUP).agg(_interval(resolution).alias("_T"))   # per engine
     return {(str(f), r, e): v if v is not None else every for f, r, e, v in own.iter_rows()}
 
 
