@@ -34,7 +34,17 @@ PAIRS = [("q8kv-c256k-np2", "spec-c256k-np2"), ("sweep-np1", "sweep-np4"),
 
 
 def truth(path: Path) -> dict:
-    return json.loads(path.with_name(path.name.replace(".log", ".truth.json")).read_text())
+    """A rendering's truth; of several servers in one log (``render_services``), as read
+    together: states add their tokens and seconds, the served figures their spans."""
+    t = json.loads(path.with_name(path.name.replace(".log", ".truth.json")).read_text())
+    if "runs" not in t:
+        return t
+    from render_engine_logs import _merge_truths
+
+    both = _merge_truths(t["runs"], 0.0)
+    tok, span = (sum(r["run"][k] for r in t["runs"]) for k in ("tokens", "span_s"))
+    both["run"].update(span_s=span, throughput=tok / span)
+    return both
 
 
 def pct(a, b) -> str:

@@ -6,13 +6,14 @@
 ``bench/window_fit.py`` measures the renderings under ``fixtures/*/rendered/`` (the ones the
 tests hold to their marks). This renders, into a temporary directory, (1) every GPU and CPU
 corpus run with client records that those fixtures do not hold, as SGLang and vLLM logs at the
-defaults (whole-second stamps, vLLM every 10 s), and (2) the agent runs as vLLM logs at a 9.7 s
+defaults (whole-second stamps, vLLM every 10 s), (2) the agent runs as vLLM logs at a 9.7 s
 and a 10.3 s stats interval (whole-second stamps: the intervals fall at other phases of the
-run), and (3) the runs as logs under the cures the refusals name (vLLM every 1 s, SGLang
-with millisecond stamps). Per state with at least 5 s of decode it prints clean and as served
-per stream against the truth (or the refusal), served throughput, and compare's
-decode-per-stream and throughput ratios against the truth's with whether the 95 % interval
-holds it.
+run), (3) the runs as logs under the cures the refusals name (vLLM every 1 s, SGLang
+with millisecond stamps), (4) agent runs as the data-parallel engines of one server, and
+(5) as several servers one wrapper interleaves (compose services, pods). Per state with at
+least 5 s of decode it prints clean and as served per stream against the truth (or the
+refusal), served throughput, and compare's decode-per-stream and throughput ratios against
+the truth's with whether the 95 % interval holds it.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from render_engine_logs import render, render_dp  # noqa: E402
+from render_engine_logs import render, render_dp, render_services  # noqa: E402
 from window_fit import pct, true_decode_ratio, truth  # noqa: E402
 
 import logscope  # noqa: E402
@@ -46,6 +47,12 @@ DP = [("dp2-sweep-np2", ["gpu-sweep-np2", "gpu-sweep-np2"], 1.0),
       ("dp2-spec-c256k", ["gpu-spec-c256k-np2", "gpu-spec-c256k-np2"], 3.0),
       ("dp2-base-q8k-fa", ["base-c32k-np2", "q8k-fa-c16k-np2-ctxshift"], 0.4),
       ("dp4-sweep", ["gpu-sweep-np1", "gpu-sweep-np2", "gpu-sweep-np4", "gpu-sweep-np4"], 0.7)]
+# several servers in one log behind a wrapper's marks (render_services): name, runs, wrapper,
+# vLLM stats interval
+SERVERS = [("compose-np2-q8kv", ["gpu-sweep-np2", "gpu-q8kv-c256k-np2"], "compose", 10.0),
+           ("compose-np1-np4-spec", ["gpu-sweep-np1", "gpu-sweep-np4", "gpu-spec-c256k-np2"],
+            "compose", 10.0),
+           ("kubectl-np2-np4-1s", ["gpu-sweep-np2", "gpu-sweep-np4"], "kubectl", 1.0)]
 PAIRS = [("gpu-q8kv-c256k-np2", "gpu-spec-c256k-np2"), ("gpu-sweep-np1", "gpu-sweep-np4"),
          ("gpu-sweep-np1", "gpu-sweep-np2")]
 
@@ -107,6 +114,10 @@ def main() -> None:
                    sglang_ms=True, out_dir=out)
         for n, runs, shift in DP:
             render_dp([str(CORPUS / f"generated-{r}.log") for r in runs], n, shift, out_dir=out)
+        for n, runs, wrapper, iv in SERVERS:
+            render_services([str(CORPUS / f"generated-{r}.log") for r in runs], n,
+                            [f"server-{chr(97 + i)}-1" for i in range(len(runs))], 0.7, iv,
+                            wrapper=wrapper, out_dir=out)
         print("| rendering | state | decode s | clean | as served | interval holds |")
         print("|---|---|---|---|---|---|")
         for eng in ("sglang", "vllm"):
@@ -122,6 +133,10 @@ def main() -> None:
         for eng in ("sglang", "vllm"):
             for n, _runs, shift in DP:
                 states(out / eng / "rendered" / f"{n}.log", f"{eng}/{n} ({shift:g} s apart)")
+        for eng in ("sglang", "vllm"):
+            for n, _runs, wrapper, iv in SERVERS:
+                states(out / eng / "rendered" / f"{n}.log",
+                       f"{eng}/{n} ({wrapper}{f', vLLM every {iv:g} s' if eng == 'vllm' else ''})")
         print("\n| pair (vLLM) | truth decode | compare decode (95 % CI) | holds | truth "
               "throughput | compare throughput (95 % CI) | holds |")
         print("|---|---|---|---|---|---|---|")

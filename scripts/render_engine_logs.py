@@ -346,6 +346,45 @@ def render_dp(srcs: list[str], name: str, shift_s: float = 1.0,
     scheduler's batch lines), rank i's clock ``i × shift_s`` later, the lines of all ranks
     merged in time order as the one process prints them. The truth adds the ranks': a state is
     the streams decoding on one rank, the run's span is the union of theirs."""
+    _render_merged(srcs, name, shift_s, vllm_interval, engines, out_dir, None,
+                   lambda truths: _merge_truths(truths, shift_s))
+
+
+def render_services(srcs: list[str], name: str, services: list[str], shift_s: float = 1.0,
+                    vllm_interval: float = STATS_INTERVAL,
+                    engines: tuple[str, ...] = ("sglang", "vllm"), wrapper: str = "compose",
+                    out_dir: Path | None = None) -> None:
+    """Several servers in one log, as a wrapper interleaves them: each of ``srcs`` rendered
+    as its own server, server i's clock ``i × shift_s`` later, every line behind its
+    ``services[i]`` mark (``wrapper``: ``compose`` as ``docker compose logs`` prints
+    ``name  | line``; ``kubectl`` as ``kubectl logs --prefix`` prints
+    ``[pod/name/server] line``), merged in time order. The truth lists each server's own, in
+    the order of ``srcs`` (``runs``)."""
+    width = max(len(s) for s in services)
+
+    def mark(i: int, line: str) -> str:
+        if wrapper == "kubectl":
+            return f"[pod/{services[i]}/server] {line}"
+        return f"{services[i]:<{width}}  | {line}"
+
+    def truth(truths: list[dict]) -> dict:
+        runs = []
+        for i, t in enumerate(truths):
+            t = json.loads(json.dumps(t))
+            t["run"]["t0_s"] += i * shift_s
+            t["run"]["t1_s"] += i * shift_s
+            runs.append({"service": services[i], **t})
+        return {"source": " | ".join(t["source"] for t in truths)
+                + f", servers {shift_s:g} s apart", "runs": runs}
+
+    _render_merged(srcs, name, shift_s, vllm_interval, engines, out_dir, mark, truth)
+
+
+def _render_merged(srcs, name, shift_s, vllm_interval, engines, out_dir, mark, truth) -> None:  # noqa: ANN001
+    """Render each of ``srcs`` on its own, shift source i's clock by ``i × shift_s``, merge
+    the lines in time order. ``mark`` None: source i is DP rank i of one server; else
+    ``mark(i, line)`` is the line as a wrapper prints source i's. ``truth(truths)``: the
+    merged log's truth from the sources'."""
     import heapq
     import tempfile
     base = Path(out_dir) if out_dir is not None else ROOT / "fixtures"
@@ -364,22 +403,25 @@ def render_dp(srcs: list[str], name: str, shift_s: float = 1.0,
                             r"^(INFO )(\d\d-\d\d \d\d:\d\d:\d\d)( .*)()$", ln)
                         t = datetime.strptime(f"2026-{m[2]}", "%Y-%m-%d %H:%M:%S").replace(
                             tzinfo=UTC) + timedelta(seconds=i * shift_s)
-                        idx = f"{i:03d}" if m[4] else ""
-                        ln = f"{m[1]}{t:%m-%d %H:%M:%S}{m[3]}{idx}{m[4]}"
+                        if mark is None:
+                            idx = f"{i:03d}" if m[4] else ""
+                            ln = f"{m[1]}{t:%m-%d %H:%M:%S}{m[3]}{idx}{m[4]}"
+                        else:
+                            ln = f"{m[1]}{t:%m-%d %H:%M:%S}{m[3]}{'000' if m[4] else ''}{m[4]}"
                     else:
                         m = _SGLANG_STAMP.match(ln)
                         t = datetime.fromisoformat(m[1] + (m[2] or "")).replace(
                             tzinfo=UTC) + timedelta(seconds=i * shift_s)
                         frac = f".{t.microsecond // 1000:03d}" if m[2] else ""
-                        ln = f"[{t:%Y-%m-%d %H:%M:%S}{frac} DP{i} TP{i}]{m[3]}"
-                    lines.append((t, ln))
+                        tags = f" DP{i} TP{i}" if mark is None else ""
+                        ln = f"[{t:%Y-%m-%d %H:%M:%S}{frac}{tags}]{m[3]}"
+                    lines.append((t, ln if mark is None else mark(i, ln)))
                 ranks.append(lines)
             merged = [ln for _t, ln in heapq.merge(*ranks, key=lambda x: x[0])]
             out = base / engine / "rendered"
             out.mkdir(parents=True, exist_ok=True)
             (out / f"{name}.log").write_text("\n".join(merged) + "\n")
-            (out / f"{name}.truth.json").write_text(
-                json.dumps(_merge_truths(truths, shift_s), indent=1) + "\n")
+            (out / f"{name}.truth.json").write_text(json.dumps(truth(truths), indent=1) + "\n")
 
 
 def _merge_truths(truths: list[dict], shift_s: float) -> dict:

@@ -478,6 +478,10 @@ def served_lines(s: dict | None) -> list[str]:
         out.append(f"- data parallel: {s['engines']} engines, each printing its own window "
                    "lines; a state is the streams decoding on one engine, the served "
                    "throughput is the whole server's")
+    if s.get("servers"):
+        out.append(f"- servers interleaved by a wrapper: {s['servers']}; each is runs of its "
+                   "own (its intervals, states and span), and the served figures add their "
+                   "spans as they add a file's successive runs (not a fleet-wide clock)")
     if s.get("per_stream_tps"):
         out.append(f"- speed per stream as served: {_fmt(s['per_stream_tps'])} t/s "
                    f"({s['per_stream_source']}, n = {s['per_stream_n']}; up to "

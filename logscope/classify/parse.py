@@ -550,7 +550,7 @@ def _decode_prefix(rows: pl.DataFrame, env_fields: dict[str, str], decode) -> pl
         col = dec.get_column(name)
         if col.null_count() == col.len():
             continue
-        if name == "wrap_ts":
+        if name in ("wrap_ts", "host"):  # host: whose server a wrapper's line is (runs)
             out.append(pl.repeat(None, rows.height, dtype=col.dtype, eager=True)
                        .scatter(at, col).alias(name))
         elif name in env_fields or name == "level":

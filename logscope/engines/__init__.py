@@ -128,6 +128,64 @@ class State:
         self.frame = new
 
 
+SOURCE = "_src"  # whose server a line is in a log a wrapper interleaves: its host, service, pod
+
+
+class Sources:
+    """``SOURCE`` of each row, batch by batch: the line's host, compose service or pod
+    (decoded from its wrapper's prefix: :func:`logscope.input.envelope.host_expr`); a line
+    without one (a continuation line, a record the wrapper split) is the last source seen in
+    its file's lines before it; "" before any."""
+
+    def __init__(self) -> None:
+        self.last: dict[str, str] = {}
+
+    def __call__(self, df: pl.DataFrame) -> pl.Series:
+        if "host" not in df.columns or df.get_column("host").null_count() == df.height:
+            if not self.last:
+                return pl.repeat("", df.height, dtype=pl.String, eager=True).alias(SOURCE)
+            host = pl.lit(None, pl.String)
+        else:
+            host = pl.col("host").cast(pl.String)
+        carried = pl.col("file").cast(pl.String).replace_strict(
+            self.last, default="", return_dtype=pl.String)
+        one = df.get_column("file").n_unique() == 1
+        src = df.select(pl.coalesce(host.forward_fill() if one else
+                                    host.forward_fill().over("file"), carried).alias(SOURCE))
+        last = (df.select(pl.col("file").cast(pl.String), src.get_column(SOURCE))
+                .group_by("file").agg(pl.col(SOURCE).last()))
+        self.last.update(zip(*last.get_columns(), strict=True))
+        return src.get_column(SOURCE)
+
+
+class RunNumbers:
+    """``run`` numbered per file across the servers a file holds: each server (a router's
+    child, a compose service, a pod) counts its runs on its own, and each (server, run) gets
+    the file's next number in the order it first appears, so nothing keyed by (file, run)
+    mixes two servers. A file of one server keeps its numbers."""
+
+    def __init__(self, keys: list[str]) -> None:
+        self.keys = keys  # what tells the servers of a file apart
+        self.ids: dict[tuple, int] = {}
+        self.per_file: dict[str, int] = {}
+
+    def __call__(self, df: pl.DataFrame) -> pl.DataFrame:
+        cols = ["file", *self.keys, "run"]
+        changed = False
+        for key in df.select(cols).unique(maintain_order=True).iter_rows():
+            if key not in self.ids:
+                self.per_file[key[0]] = self.per_file.get(key[0], 0) + 1
+                self.ids[key] = self.per_file[key[0]]
+            changed = changed or self.ids[key] != key[-1]
+        if not changed:
+            return df
+        ids = pl.DataFrame([(*k, v) for k, v in self.ids.items()], orient="row",
+                           schema={**{c: df.schema[c] for c in cols[:-1]}, "run": pl.Int32,
+                                   "_run": pl.Int32})
+        return (df.join(ids, on=cols, how="left", maintain_order="left", nulls_equal=True)
+                .with_columns(pl.col("_run").alias("run")).drop("_run"))
+
+
 def last_per_group(df: pl.DataFrame, keys: list[str], exprs: list[pl.Expr]) -> pl.DataFrame:
     """One row per group of ``df``: the given expressions' last values."""
     return df.group_by(keys, maintain_order=True).agg(exprs)

@@ -11,7 +11,18 @@ from collections.abc import Callable
 
 import polars as pl
 
-from logscope.engines import AnyTables, Fields, Model, State, Stream, Tables, last_per_group
+from logscope.engines import (
+    SOURCE,
+    AnyTables,
+    Fields,
+    Model,
+    RunNumbers,
+    Sources,
+    State,
+    Stream,
+    Tables,
+    last_per_group,
+)
 from logscope.engines.clock import WRAP_TS, WRAP_TS_DTYPE
 from logscope.engines.store import stack
 
@@ -53,7 +64,7 @@ def _ensure(df: pl.DataFrame, cols: dict[str, pl.DataType]) -> pl.DataFrame:
     return df.with_columns(missing) if missing else df
 
 
-GRP = ["file", "_port"]
+GRP = ["file", "_port", SOURCE]  # one server: its file, router port and wrapper source
 IS_CONT = pl.col("variant").is_in(CONTINUATION_VARIANTS)
 ORPHAN_BLOCK_START = ("prompt_eval_b1413", "prompt_eval_a")
 ERA_A = ("prompt_eval_a", "eval_a", "total_a")
@@ -84,19 +95,23 @@ class LlamaStream(Stream):
 
     def __init__(self, mtimes: dict[str, float | None]) -> None:
         super().__init__(mtimes)
-        self.heads = State(GRP, {"file": pl.String, "_port": pl.Int64, "_hv": pl.String,
+        self.heads = State(GRP, {"file": pl.String, "_port": pl.Int64, SOURCE: pl.Int32,
+                                 "_hv": pl.String,
                                  "_hs": pl.Int64, "_ht": pl.Int64, "_htr": pl.Float64})
-        self.era_a = State(GRP, {"file": pl.String, "_port": pl.Int64, "_na": pl.Int64})
+        self.era_a = State(GRP, {"file": pl.String, "_port": pl.Int64, SOURCE: pl.Int32,
+                                 "_na": pl.Int64})
         self.launches = State([*GRP, "slot"], {"file": pl.String, "_port": pl.Int64,
+                                               SOURCE: pl.Int32,
                                                "slot": pl.Int64, "_lt": pl.Int64})
-        self.runs = State(GRP, {"file": pl.String, "_port": pl.Int64, "_st": pl.Float64,
+        self.runs = State(GRP, {"file": pl.String, "_port": pl.Int64, SOURCE: pl.Int32,
+                                "_st": pl.Float64,
                                 "_sreq": pl.Int64, "_sat": pl.Int64, "_srun": pl.Int32})
         self.held: pl.DataFrame | None = None
         self.held_fields: Fields = {}
-        # a router's children are servers of their own: (file, port, run on that port's
-        # clock) → the file's run number, in the order they first appear
-        self.run_ids: dict[tuple[str, int, int], int] = {}
-        self.file_runs: dict[str, int] = {}
+        # a router's children and the servers a wrapper interleaves are servers of their own
+        self.numbers = RunNumbers(["_port", SOURCE])
+        self.sources = Sources()
+        self.codes: dict[str, int] = {"": 0}  # a wrapper's source -> its code (SOURCE)
         self.one_group = False
         self.clock_parts: list[pl.DataFrame] = []
         self.anchors: pl.DataFrame | None = None  # per run, once every batch is in
@@ -109,6 +124,7 @@ class LlamaStream(Stream):
         # the router port (0 = not under a router) separates clocks and continuation blocks
         df = df.with_columns(_t_rel().alias("t_rel"),
                              pl.col("router_port").fill_null(0).alias("_port"))
+        df = self._sources(df)
         if self.held is not None:
             df = pl.concat([self.held, df], how="diagonal_relaxed")
             fields = _merge_fields(self.held_fields, fields)
@@ -116,7 +132,7 @@ class LlamaStream(Stream):
         # window expressions run per file and port; over one group (the usual batch) a plain
         # expression gives the same and skips hashing the keys of every row
         one = df.select((pl.col("file").n_unique() == 1) & (pl.col("_port").n_unique() == 1)
-                        ).item()
+                        & (pl.col(SOURCE).n_unique() == 1)).item()
         self.one_group = bool(one)
         orig = df
         df = self._headers(df)
@@ -137,7 +153,7 @@ class LlamaStream(Stream):
         return self._clock(df), fields
 
     def _w(self, e: pl.Expr) -> pl.Expr:
-        """``e`` per file and router port."""
+        """``e`` per server (file, router port, wrapper source)."""
         return e if self.one_group else e.over(GRP)
 
     def flush(self) -> tuple[pl.DataFrame | None, Fields]:
@@ -145,7 +161,15 @@ class LlamaStream(Stream):
             return None, {}
         held, fields = self.held, self.held_fields
         self.held, self.held_fields = None, {}
-        return self.step(held.drop("t_rel", "_port"), fields, final=True)
+        return self.step(held.drop("t_rel", "_port", SOURCE), fields, final=True)
+
+    def _sources(self, df: pl.DataFrame) -> pl.DataFrame:
+        """``SOURCE`` as a small code: the line's host, compose service or pod, 0 without."""
+        src = self.sources(df)
+        for name in src.unique(maintain_order=True).to_list():
+            self.codes.setdefault(name, len(self.codes))
+        return df.with_columns(src.replace_strict(self.codes, return_dtype=pl.Int32)
+                               .alias(SOURCE))
 
     def _headers(self, df: pl.DataFrame) -> pl.DataFrame:
         """Continuation lines: the header's values, gathered by its position (no join or window
@@ -248,33 +272,13 @@ class LlamaStream(Stream):
         self.runs.update(last_per_group(df, GRP, [
             pl.col("_st").last(), pl.col("_sreq").last(), pl.col("_sat").last(),
             pl.col("run").last().alias("_srun")]))
-        return self._file_runs(df.drop("_st", "_sreq", "_sat", "_srun"))
-
-    def _file_runs(self, df: pl.DataFrame) -> pl.DataFrame:
-        """``run`` numbered per file across router ports: each child server behind a router
-        (its own process, clock and slots) is a run of its own, so that nothing keyed by
-        (file, run) mixes two servers. Without a router the numbers are unchanged."""
-        seen = df.select("file", "_port", "run").unique(maintain_order=True)
-        changed = False
-        for f, port, run in seen.iter_rows():
-            key = (f, port, run)
-            if key not in self.run_ids:
-                self.file_runs[f] = self.file_runs.get(f, 0) + 1
-                self.run_ids[key] = self.file_runs[f]
-            changed = changed or self.run_ids[key] != run
-        if not changed:
-            return df
-        ids = pl.DataFrame([(*k, v) for k, v in self.run_ids.items()], orient="row",
-                           schema={"file": df.schema["file"], "_port": pl.Int64,
-                                   "run": pl.Int32, "_run": pl.Int32})
-        return (df.join(ids, on=["file", "_port", "run"], how="left", maintain_order="left")
-                .with_columns(pl.col("_run").alias("run")).drop("_run"))
+        return self.numbers(df.drop("_st", "_sreq", "_sat", "_srun"))
 
     def _clock(self, df: pl.DataFrame) -> pl.DataFrame:
         """Per run, what anchors its clock (kept until :meth:`finish`); and ``basis``."""
         df = df.with_columns(pl.col(WRAP_TS).cast(pl.Int64).alias("_wts")).drop(WRAP_TS)
         # in microseconds (multiplications only: a vectorised division may round differently)
-        self.clock_parts.append(df.group_by("file", "_port", "run").agg(
+        self.clock_parts.append(df.group_by("file", "_port", SOURCE, "run").agg(
             (pl.col("_wts").cast(pl.Float64) - pl.col("t_rel") * 1e6).min().alias("_a_wrap"),
             pl.col("t_rel").max().alias("_t_max")))
         return df.with_columns(
@@ -325,11 +329,12 @@ def _run_anchors(parts: pl.DataFrame, mtime: dict[str, float | None]) -> pl.Data
     """Per (file, port, run), from the batches' clock parts: the wrapper anchor (``_a_wrap``)
     and, for the last run of a file's server, the mtime anchor (``_a_mtime``), in
     microseconds; ``file`` categorical, as in the kind tables it is joined to."""
-    grp = ["file", "_port", "run"]
+    grp = ["file", "_port", SOURCE, "run"]
     anchors = parts.group_by(grp).agg(pl.col("_a_wrap").min(), pl.col("_t_max").max())
-    # the last run of each server (a router's children each end where the file ends)
-    last_run = anchors.group_by("file", "_port").agg(pl.col("run").max().alias("_last"))
-    return anchors.join(last_run, on=["file", "_port"]).with_columns(
+    # the last run of each server (a router's children, a wrapper's sources: each ends where
+    # the file ends)
+    last_run = anchors.group_by(grp[:-1]).agg(pl.col("run").max().alias("_last"))
+    return anchors.join(last_run, on=grp[:-1]).with_columns(
         pl.when(pl.col("run") == pl.col("_last"))
         .then(pl.col("file").replace_strict(mtime, default=None, return_dtype=pl.Float64) * 1e6
               - pl.col("_t_max") * 1e6).alias("_a_mtime")).select(

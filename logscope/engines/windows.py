@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from logscope.engines import State, same_dtypes
+from logscope.engines import SOURCE, RunNumbers, Sources, State, same_dtypes
 
 # which figures are exact per request, and which are the server's window averages
 BASIS_WINDOW = "window_average"  # averaged by the server over its logging interval
@@ -18,28 +18,34 @@ def ensure(df: pl.DataFrame, cols: dict[str, pl.DataType]) -> pl.DataFrame:
 
 class ConfigRuns:
     """Runs of a file, batch by batch: a new server run starts at a startup (``server_config``)
-    line that follows traffic lines (only the first startup line of a block counts)."""
+    line that follows traffic lines (only the first startup line of a block counts). Each
+    server a wrapper interleaves in the file (its host, service or pod) counts its own runs,
+    numbered across the file's servers (:class:`~logscope.engines.RunNumbers`)."""
 
     def __init__(self, traffic_kinds: list[str]) -> None:
         self.traffic_kinds = traffic_kinds
-        self.state = State(["file"], {"file": pl.String, "_traffic": pl.Int64,
-                                      "_start": pl.Boolean, "_run": pl.Int32})
+        self.state = State(["file", SOURCE], {"file": pl.String, SOURCE: pl.String,
+                                              "_traffic": pl.Int64, "_start": pl.Boolean,
+                                              "_run": pl.Int32})
+        self.sources = Sources()
+        self.numbers = RunNumbers([SOURCE])
 
     def __call__(self, df: pl.DataFrame) -> pl.DataFrame:
-        df = self.state.attach(df)
+        df = self.state.attach(df.with_columns(self.sources(df)))
+        by = ["file", SOURCE]
         is_start = pl.col("kind") == "server_config"
-        traffic = (pl.col("kind").is_in(self.traffic_kinds).cast(pl.Int64).cum_sum().over("file")
+        traffic = (pl.col("kind").is_in(self.traffic_kinds).cast(pl.Int64).cum_sum().over(by)
                    + pl.col("_traffic").fill_null(0))
-        prev_traffic = traffic.shift(1).over("file").fill_null(pl.col("_traffic")).fill_null(0)
-        prev_start = is_start.shift(1).over("file").fill_null(pl.col("_start")).fill_null(False)
+        prev_traffic = traffic.shift(1).over(by).fill_null(pl.col("_traffic")).fill_null(0)
+        prev_start = is_start.shift(1).over(by).fill_null(pl.col("_start")).fill_null(False)
         restart = is_start & (prev_traffic > 0) & ~prev_start
         df = df.with_columns(
-            (restart.cast(pl.Int32).cum_sum().over("file") + pl.col("_run").fill_null(1))
+            (restart.cast(pl.Int32).cum_sum().over(by) + pl.col("_run").fill_null(1))
             .alias("run"), traffic.alias("_traffic"), is_start.alias("_start"))
-        self.state.update(df.group_by("file", maintain_order=True).agg(
+        self.state.update(df.group_by(by, maintain_order=True).agg(
             pl.col("_traffic").last(), pl.col("_start").last(),
             pl.col("run").last().alias("_run")))
-        return df.drop("_traffic", "_start", "_run")
+        return self.numbers(df.drop("_traffic", "_start", "_run")).drop(SOURCE)
 
 
 class YearRollover:

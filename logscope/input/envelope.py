@@ -14,7 +14,9 @@ module reads what it can from a prefix, by searching for each kind of token anyw
 * a level word (``INFO``, ``[Info]``, ``level=warn``, ...), upper-cased;
 * a pid (``pid=N``, ``ident[N]:``, ``LEVEL N``), a Ray/vLLM process name (``(Name pid=N)``, with
   nested parentheses), rank tags (``DP3 TP3 EP3 PP0``, ``ATTN_CP``, ``MOE_DP``, ``gpu_id=N``), a
-  ``file.py:NNN`` source location, and the host (journald) or service (docker compose).
+  ``file.py:NNN`` source location, and the host (journald), service (docker compose) or pod
+  (``kubectl logs --prefix``, stern): whose server the line is, when a wrapper interleaves
+  several.
 
 What the decoder does not understand stays in the ``prefix`` column; it is never a reason to drop
 a line. The same regexes serve the vectorised path (Polars, over the prefixes of a batch) and the
@@ -56,6 +58,10 @@ GPU_ID = r"\bgpu_id=(?P<v>[0-9]+)"
 HOST = (rf"^(?:{ISO_TS.replace('?P<', '?P<h_')}|{SYSLOG_TS}) (?P<host>[^\s\[:]+) "
         r"[^\s:\[]+(?:\[[0-9]+\])?: ")
 SERVICE = r"^(?P<service>[A-Za-z0-9][A-Za-z0-9_.-]*) +\| "
+# Kubernetes: ``kubectl logs --prefix`` (``[pod/name/container] ``) and stern's default
+# (``pod container ``: the whole prefix, the pod's name hyphenated as a pod's is)
+POD = (r"^\[pod/(?P<pod>[^/\]\s]+)/[^\]\s]+\] "
+       r"|^(?P<pod2>[a-z0-9][a-z0-9.]*-[a-z0-9.-]*[a-z0-9]) [a-z0-9](?:[a-z0-9-]*[a-z0-9])? $")
 
 # a prefix that shows a wrapper was there: whitespace or a Markdown quote, a clock, a level, a
 # gutter, a process tag, a compose bar (what lets a line whose message has no header of its own
@@ -113,9 +119,12 @@ def decode_expr_columns(prefix: pl.Expr) -> list[pl.Expr]:
 
 
 def host_expr(line: pl.Expr) -> pl.Expr:
-    """The host (journald) or service (docker compose) at the start of a line, or null."""
+    """The host (journald), service (docker compose) or pod (kubectl, stern) at the start of
+    a line, or null."""
+    pod = line.str.extract_groups(POD)
     return pl.coalesce(line.str.extract_groups(HOST).struct.field("host"),
-                       line.str.extract_groups(SERVICE).struct.field("service"))
+                       line.str.extract_groups(SERVICE).struct.field("service"),
+                       pod.struct.field("pod"), pod.struct.field("pod2"))
 
 
 def decode_frame(df: pl.DataFrame, prefix: str = "prefix") -> pl.DataFrame:
@@ -172,6 +181,8 @@ def decode_prefix(prefix: str) -> dict[str, Any]:
         out["host"] = hm.group("host")
     elif cm := _rx(SERVICE).search(prefix):
         out["host"] = cm.group("service")
+    elif km := _rx(POD).search(prefix):
+        out["host"] = km.group("pod") or km.group("pod2")
     return out
 
 

