@@ -73,9 +73,9 @@ def test_each_server_a_wrapper_interleaves_is_read_from_its_own_lines(folder, na
     fit = {r["decoding"]: r for r in state_fit(logs).iter_rows(named=True)}
     for k, t in _states(truth["runs"]).items():
         r = fit.get(int(k))
-        # the states each server's own intervals identify (the pooled line's stand-ins are
-        # held by the window-fit tests; one of them misses here: bench/RESULTS.md)
-        if t["decode_seconds"] < 5 or r is None or r["model"] != "per state" or r["reason"]:
+        # a figure is right or refused: on the kubectl rendering the pooled line stood in for
+        # the one-stream state at +49 % on intervals split half and half between two counts
+        if t["decode_seconds"] < 5 or r is None or r["reason"]:
             continue
         tol = TOL.get((name, k), 0.10)
         assert r["clean_per_stream"] == pytest.approx(t["clean"], rel=tol), k

@@ -59,9 +59,10 @@ states, ``s_k = b + c·k`` (+ the KV term), fitted on every interval without idl
 its running count did (``model`` = "pooled"; :func:`_settle`). It serves a state only when
 its interval is narrow, at least ``MIN_WINDOWS`` intervals ran mostly that state with less
 than ``QUIET_SHARE`` of their time in prompts, those intervals sit within ``MAX_BIAS`` of the
-line, and the line meets the own step of ``MIN_CHECKS`` states (a real step time need not be
-linear in k). Otherwise the state is refused: ``reason`` gives both models' causes, the term
-named, and the server setting that cures it; the figures are null.
+line (the 95 % interval of their median bias inside it), and the line meets the own step
+of ``MIN_CHECKS`` states (a real step time need not be linear in k). Otherwise the state is
+refused: ``reason`` gives both models' causes, the term named, and the server setting that
+cures it; the figures are null.
 """
 
 from __future__ import annotations
@@ -786,7 +787,7 @@ def _reasons(r: _Run) -> list[str | None]:
     out: list[str | None] = []
     n_terms = r.w.X().shape[1]
     quiet = _quiet(r) if w.pooled else held
-    bias = _misfit(r) if w.pooled else np.zeros(K)
+    bias, bias_ci = _misfit(r) if w.pooled else (np.zeros(K), np.zeros(K))
     # SGLang's lines give each interval's forward steps (decode_log_interval): the state's
     # steps and seconds are seen, so only the terms are resampled; vLLM's steps are read from
     # tokens and ``Running``, and resampling the intervals is what shows a reading that moves
@@ -805,6 +806,11 @@ def _reasons(r: _Run) -> list[str | None]:
                 reason = (f"{k} decoding: the pooled step time (b + c·k) does not hold at this "
                           f"count: the intervals that ran it sit {100 * bias[j]:+.0f} % from "
                           "the fit (median)")
+            elif abs(bias[j]) + bias_ci[j] > MAX_BIAS:
+                reason = (f"{k} decoding: the pooled step time (b + c·k) is not checked at "
+                          "this count: the intervals that ran it scatter about the fit "
+                          f"(median {100 * bias[j]:+.0f} ± {100 * bias_ci[j]:.0f} %, "
+                          f"{100 * MAX_BIAS:.0f} % allowed)")
             elif quiet[j] < MIN_WINDOWS:
                 reason = (f"{k} decoding: the pooled step time is not identified at this "
                           f"count: {quiet[j]} fitted interval(s) ran mostly this state with "
@@ -868,17 +874,25 @@ def _quiet(r: _Run) -> np.ndarray:
     return ok.sum(0)
 
 
-def _misfit(r: _Run) -> np.ndarray:
+def _misfit(r: _Run) -> tuple[np.ndarray, np.ndarray]:
     """Per state: the median of (seconds − fitted seconds) ÷ seconds over the fitted intervals
-    that ran mostly this state (NaN where none): a pooled step that does not hold at this
-    count shows as a bias in its own intervals."""
+    that ran mostly this state, and the half-width of its 95 % interval (from their robust
+    spread; NaN where none): a pooled step that does not hold at this count shows as a bias in
+    its own intervals, and intervals too scattered about the fit cannot show that it holds."""
     w = r.w
     with np.errstate(divide="ignore", invalid="ignore"):
         rel = (w.T - w.X() @ r.beta) / w.T
         most = w.S / np.maximum(w.S.sum(1, keepdims=True), 1e-12) >= 0.5
     sel = (r.inl & w.fit)[:, None] & most
-    return np.array([float(np.median(rel[sel[:, j]])) if sel[:, j].any() else float("nan")
-                     for j in range(len(w.states))])
+    med, half = np.full(len(w.states), np.nan), np.full(len(w.states), np.nan)
+    for j in range(len(w.states)):
+        x = rel[sel[:, j]]
+        if len(x):
+            med[j] = float(np.median(x))
+            # the median's standard error: 1.2533 σ / √n, σ from the MAD (1.4826 MAD)
+            half[j] = 1.96 * 1.2533 * 1.4826 * float(np.median(np.abs(x - med[j]))) \
+                / math.sqrt(len(x))
+    return med, half
 
 
 def _loosest(r: _Run) -> str:
