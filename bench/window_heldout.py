@@ -10,7 +10,8 @@ defaults (whole-second stamps, vLLM every 10 s), (2) the agent runs as vLLM logs
 and a 10.3 s stats interval (whole-second stamps: the intervals fall at other phases of the
 run), (3) the runs as logs under the cures the refusals name (vLLM every 1 s, SGLang
 with millisecond stamps), (4) agent runs as the data-parallel engines of one server, and
-(5) as several servers one wrapper interleaves (compose services, pods). Per state with at
+(5) as several servers one wrapper interleaves (compose services, pods: each server on its
+own figures, as the report gives them). Per state with at
 least 5 s of decode it prints clean and as served per stream against the truth (or the
 refusal), served throughput, and compare's decode-per-stream and throughput ratios against
 the truth's with whether the 95 % interval holds it.
@@ -18,6 +19,7 @@ the truth's with whether the 95 % interval holds it.
 
 from __future__ import annotations
 
+import json
 import sys
 import tempfile
 from pathlib import Path
@@ -32,6 +34,7 @@ from window_fit import pct, true_decode_ratio, truth  # noqa: E402
 
 import logscope  # noqa: E402
 from logscope.analysis.served import served  # noqa: E402
+from logscope.analysis.servers import split_servers  # noqa: E402
 from logscope.analysis.verdict import verdict  # noqa: E402
 from logscope.analysis.window_fit import state_fit, window_throughput  # noqa: E402
 
@@ -58,8 +61,20 @@ PAIRS = [("gpu-q8kv-c256k-np2", "gpu-spec-c256k-np2"), ("gpu-sweep-np1", "gpu-sw
 
 
 def states(log: Path, name: str) -> None:
-    t = truth(log)
-    logs = logscope.read(str(log))
+    _rows(logscope.read(str(log)), truth(log), name)
+
+
+def servers(log: Path, name: str) -> None:
+    """Each server of a log a wrapper interleaved, on its own figures (as the report gives
+    them: ``split_servers``), against that server's truth."""
+    runs = {r["service"]: r for r in json.loads(
+        log.with_name(log.name.replace(".log", ".truth.json")).read_text())["runs"]}
+    for lab, one in split_servers(logscope.read(str(log)), log.name):
+        server = lab.rsplit("[", 1)[1][:-1]
+        _rows(one, runs[server], f"{name} [{server}]")
+
+
+def _rows(logs, t: dict, name: str) -> None:  # noqa: ANN001 - logscope.Logs
     fit = {r["decoding"]: r for r in state_fit(logs).iter_rows(named=True)}
     for k, s in t["states"].items():
         if s["decode_seconds"] < 5:
@@ -135,8 +150,8 @@ def main() -> None:
                 states(out / eng / "rendered" / f"{n}.log", f"{eng}/{n} ({shift:g} s apart)")
         for eng in ("sglang", "vllm"):
             for n, _runs, wrapper, iv in SERVERS:
-                states(out / eng / "rendered" / f"{n}.log",
-                       f"{eng}/{n} ({wrapper}{f', vLLM every {iv:g} s' if eng == 'vllm' else ''})")
+                servers(out / eng / "rendered" / f"{n}.log",
+                        f"{eng}/{n} ({wrapper}{f', vLLM every {iv:g} s' if eng == 'vllm' else ''})")
         print("\n| pair (vLLM) | truth decode | compare decode (95 % CI) | holds | truth "
               "throughput | compare throughput (95 % CI) | holds |")
         print("|---|---|---|---|---|---|---|")

@@ -11,7 +11,8 @@ import polars as pl
 import pytest
 
 import logscope
-from logscope.analysis.served import served, wrapper_servers
+from logscope.analysis.served import served
+from logscope.analysis.servers import split_servers, wrapper_servers
 from logscope.analysis.window_fit import state_fit
 from logscope.analysis.windows import run_intervals
 from logscope.input.envelope import decode_frame, decode_prefix
@@ -85,11 +86,25 @@ def test_each_server_a_wrapper_interleaves_is_read_from_its_own_lines(folder, na
                    if t["decode_seconds"] >= 5)
 
 
-def test_the_report_names_the_servers():
+def test_the_report_gives_each_server_its_own_section_and_figures():
+    """Servers of different settings in one log: each is reported on its own figures, as if
+    its lines were a log of their own (the window fit has one set of terms per ingest)."""
     from logscope.analysis.report import build_report, render
 
-    md = render(build_report([logscope.read(str(SG / "servers-compose.log"))]), "md")
-    assert "servers interleaved by a wrapper: vllm-a-1 (run 1), vllm-b-1 (run 2)" in md
+    logs = logscope.read(str(SG / "servers-compose.log"))
+    md = render(build_report([logs]), "md")
+    assert "## servers-compose.log [vllm-a-1]" in md and "## servers-compose.log [vllm-b-1]" in md
+    truth = _truth(SG, "servers-compose")["runs"]
+    parts = dict(split_servers(logs, "servers-compose.log"))
+    for r in truth:
+        one = parts[f"servers-compose.log [{r['service']}]"]
+        assert one["decode_batch"]["run"].n_unique() == 1
+        assert served(one)["throughput_tps"] == pytest.approx(r["run"]["throughput"], rel=0.05)
+        fit = {x["decoding"]: x for x in state_fit(one).iter_rows(named=True)}
+        for k, t in r["states"].items():
+            if t["decode_seconds"] >= 5 and not fit[int(k)]["reason"]:
+                assert fit[int(k)]["clean_per_stream"] == pytest.approx(
+                    t["clean_per_stream"], rel=0.10), (r["service"], k)
 
 
 def _interleave(parts: list[tuple[str, list[str]]], block: int = 5) -> str:
@@ -139,3 +154,22 @@ def test_the_servers_mark_is_read_alike_per_line_and_vectorised(prefix, host):
     assert decode_prefix(prefix)["host"] == host
     got = decode_frame(pl.DataFrame({"prefix": [prefix]}))["host"][0]
     assert got == host
+
+
+def test_compare_of_one_log_compares_its_servers():
+    """``logscope compare compose.log``: one series per server the wrapper interleaved, the
+    first as A; the throughput interval holds the servers' true ratio. One server alone is
+    not a pair (exit 2, one line)."""
+    from click.testing import CliRunner
+
+    from logscope.cli import cli
+
+    log = SG / "servers-compose.log"
+    res = CliRunner().invoke(cli, ["compare", str(log), "--format", "json"])
+    assert res.exit_code == 0, res.output
+    got = {v["question"]: v for v in json.loads(res.output)["verdict"]}["throughput"]
+    a, b = _truth(SG, "servers-compose")["runs"]
+    lo, hi = got["ci95"]
+    assert lo <= b["run"]["throughput"] / a["run"]["throughput"] <= hi
+    one = CliRunner().invoke(cli, ["compare", str(SG / "sweep-np2.log")])
+    assert one.exit_code == 2 and "several servers" in one.output

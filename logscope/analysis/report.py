@@ -384,8 +384,13 @@ def build_report(logs_list: list, labels: list[str] | None = None,
         print(render(rep, "md"))
     """
     from logscope.analysis.served import streams, time_budget
+    from logscope.analysis.servers import split_servers
 
     labels = labels or [None] * len(logs_list)
+    # several servers one wrapper interleaved in a log: each reported on its own figures
+    pairs = [p for logs, lab in zip(logs_list, labels, strict=True)
+             for p in split_servers(logs, label_of(logs, lab))]
+    logs_list, labels = [p[1] for p in pairs], [p[0] for p in pairs]
     out: dict = {"bench": [], "prefill_by_depth": [], "depth_profile": [],
                  "decode_by_depth": [], "time_budget": [], "cards": {}, "headline": {},
                  "concurrency": [], "streams": [], "findings": {}}
@@ -478,10 +483,6 @@ def served_lines(s: dict | None) -> list[str]:
         out.append(f"- data parallel: {s['engines']} engines, each printing its own window "
                    "lines; a state is the streams decoding on one engine, the served "
                    "throughput is the whole server's")
-    if s.get("servers"):
-        out.append(f"- servers interleaved by a wrapper: {s['servers']}; each is runs of its "
-                   "own (its intervals, states and span), and the served figures add their "
-                   "spans as they add a file's successive runs (not a fleet-wide clock)")
     if s.get("per_stream_tps"):
         out.append(f"- speed per stream as served: {_fmt(s['per_stream_tps'])} t/s "
                    f"({s['per_stream_source']}, n = {s['per_stream_n']}; up to "

@@ -124,36 +124,6 @@ def _slots(logs) -> int | None:
     return None
 
 
-# the tables whose rows carry each server's wrapper prefix, the busiest first
-PREFIXED = ("engine_stats", "decode_batch", "prefill_batch", "decode_progress", "task_launch",
-            "prompt_eval", "eval")
-
-
-def wrapper_servers(logs) -> list[str]:
-    """The servers a wrapper interleaved in one file (compose services, pods, journald hosts:
-    each its own runs, :class:`logscope.engines.RunNumbers`), as ``name (run N)``; empty
-    where no file holds more than one.
-
-    Example::
-
-        wrapper_servers(logscope.read("compose.log"))   # ['vllm-a-1 (run 1)', 'vllm-b-1 (run 2)']
-    """
-    from logscope.input.envelope import host_expr
-
-    for kind in PREFIXED:
-        t = table(logs, kind)
-        if t is None or "prefix" not in t.columns:
-            continue
-        runs = (t.group_by("file", "run").agg(pl.col("prefix").drop_nulls().first())
-                .with_columns(host_expr(pl.col("prefix")).alias("_h")).drop_nulls("_h"))
-        many = runs.group_by("file").agg(pl.col("_h").n_unique().alias("_n")).filter(
-            pl.col("_n") > 1)
-        if many.height:
-            runs = runs.join(many, on="file").sort("file", "run")
-            return [f"{h} (run {r})" for h, r in runs.select("_h", "run").iter_rows()]
-    return []
-
-
 def served(logs, label: str | None = None) -> dict:
     """Served throughput and where the span went (module docstring), as one dict.
 
@@ -205,6 +175,7 @@ def served(logs, label: str | None = None) -> dict:
         out["engines"] = engines_per_run(logs)
     else:
         n_units = None
+    from logscope.analysis.servers import wrapper_servers
     out["servers"] = ", ".join(wrapper_servers(logs)) or None
     out.update(
         completion_tokens=tokens, span_s=span, busy_s=busy,

@@ -79,7 +79,9 @@ def compare(logs, labels, fmt, strict, all_rows, plot_file, engine, datasets, wh
     the log, Δ % and n.
 
     Series can come from a Parquet dataset: --dataset DIR once per series, or once with
-    --where once per series (one host against another, one week against the next).
+    --where once per series (one host against another, one week against the next). A log
+    whose wrapper interleaves several servers (docker compose services, pods) gives one
+    series per server: `logscope compare compose.log` alone compares its servers.
 
     Example: logscope compare before.log after.log --label f16 --label q8 --plot ab.png
 
@@ -88,18 +90,25 @@ def compare(logs, labels, fmt, strict, all_rows, plot_file, engine, datasets, wh
     from logscope.analysis.compare import compare_metrics, workload_differences
     from logscope.analysis.findings import findings, pair_findings
     from logscope.analysis.metrics import round_frame
+    from logscope.analysis.servers import split_servers
     from logscope.analysis.verdict import verdict
     from logscope.cli.bench_compare import bench_files, run
 
     logs = split_telemetry(logs) if logs else logs  # GPU telemetry among the LOGs (docs/energy.md)
     n_series = len(logs) + max(len(datasets), len(wheres) if datasets else 0)
-    if n_series < 2:
+    if n_series < 1 or (n_series < 2 and datasets):
         raise click.UsageError("compare needs at least two LOGs (or --dataset series)")
     if not datasets and (benches := bench_files(logs)):
         return run(logs, benches, labels, fmt, engine)
     if plot_file:
         check_output(plot_file)
     frames, names = series(logs, labels, engine, datasets, wheres)
+    # a log holding several servers (compose services, pods): each is a series of its own
+    pairs = [p for lg, n in zip(frames, names, strict=True) for p in split_servers(lg, n)]
+    if len(pairs) < 2:
+        raise click.UsageError("compare needs at least two LOGs (or --dataset series), or "
+                               "one log whose wrapper interleaves several servers")
+    names, frames = [p[0] for p in pairs], [p[1] for p in pairs]
     df = compare_metrics(frames, names, strict=strict, all_rows=all_rows)
     verdicts, found = [], {n: findings(lg, n) for lg, n in zip(frames, names, strict=True)}
     pairs = []
