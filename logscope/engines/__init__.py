@@ -166,22 +166,24 @@ class RunNumbers:
 
     def __init__(self, keys: list[str]) -> None:
         self.keys = keys  # what tells the servers of a file apart
-        self.ids: dict[tuple, int] = {}
-        self.per_file: dict[str, int] = {}
+        self.ids: pl.DataFrame | None = None  # (file, *keys, run) -> _run, every one seen
 
     def __call__(self, df: pl.DataFrame) -> pl.DataFrame:
         cols = ["file", *self.keys, "run"]
-        changed = False
-        for key in df.select(cols).unique(maintain_order=True).iter_rows():
-            if key not in self.ids:
-                self.per_file[key[0]] = self.per_file.get(key[0], 0) + 1
-                self.ids[key] = self.per_file[key[0]]
-            changed = changed or self.ids[key] != key[-1]
-        if not changed:
+        seen = df.select(pl.col("file").cast(pl.String), *cols[1:]).unique(maintain_order=True)
+        if self.ids is None:
+            self.ids = seen.clear().with_columns(pl.lit(0, pl.Int32).alias("_run"))
+        new = seen.join(self.ids, on=cols, how="anti", nulls_equal=True, maintain_order="left")
+        if new.height:
+            last = self.ids.group_by("file").agg(pl.col("_run").max().alias("_last"))
+            new = new.join(last, on="file", how="left", maintain_order="left").select(
+                *cols, (pl.int_range(1, pl.len() + 1, dtype=pl.Int32).over("file")
+                        + pl.col("_last").fill_null(0)).alias("_run"))
+            self.ids = pl.concat([self.ids, new])
+        ids = seen.join(self.ids, on=cols, how="left", nulls_equal=True, maintain_order="left")
+        if (ids.get_column("run") == ids.get_column("_run")).all():
             return df
-        ids = pl.DataFrame([(*k, v) for k, v in self.ids.items()], orient="row",
-                           schema={**{c: df.schema[c] for c in cols[:-1]}, "run": pl.Int32,
-                                   "_run": pl.Int32})
+        ids = ids.with_columns(pl.col("file").cast(df.schema["file"]))
         return (df.join(ids, on=cols, how="left", maintain_order="left", nulls_equal=True)
                 .with_columns(pl.col("_run").alias("run")).drop("_run"))
 

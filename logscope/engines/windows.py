@@ -33,14 +33,19 @@ class ConfigRuns:
     def __call__(self, df: pl.DataFrame) -> pl.DataFrame:
         df = self.state.attach(df.with_columns(self.sources(df)))
         by = ["file", SOURCE]
+        # per server; over one (the usual batch) a plain expression gives the same, unhashed
+        one = df.select(pl.col("file").n_unique() == 1, pl.col(SOURCE).n_unique() == 1).row(0)
+
+        def per(e: pl.Expr) -> pl.Expr:
+            return e if all(one) else e.over(by)
         is_start = pl.col("kind") == "server_config"
-        traffic = (pl.col("kind").is_in(self.traffic_kinds).cast(pl.Int64).cum_sum().over(by)
+        traffic = (per(pl.col("kind").is_in(self.traffic_kinds).cast(pl.Int64).cum_sum())
                    + pl.col("_traffic").fill_null(0))
-        prev_traffic = traffic.shift(1).over(by).fill_null(pl.col("_traffic")).fill_null(0)
-        prev_start = is_start.shift(1).over(by).fill_null(pl.col("_start")).fill_null(False)
+        prev_traffic = per(traffic.shift(1)).fill_null(pl.col("_traffic")).fill_null(0)
+        prev_start = per(is_start.shift(1)).fill_null(pl.col("_start")).fill_null(False)
         restart = is_start & (prev_traffic > 0) & ~prev_start
         df = df.with_columns(
-            (restart.cast(pl.Int32).cum_sum().over(by) + pl.col("_run").fill_null(1))
+            (per(restart.cast(pl.Int32).cum_sum()) + pl.col("_run").fill_null(1))
             .alias("run"), traffic.alias("_traffic"), is_start.alias("_start"))
         self.state.update(df.group_by(by, maintain_order=True).agg(
             pl.col("_traffic").last(), pl.col("_start").last(),
