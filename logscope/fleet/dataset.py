@@ -13,7 +13,8 @@ Layout (what DuckDB, Spark, Trino or ``pl.scan_parquet(..., hive_partitioning=Tr
   which has no engine column, takes the file's engine); ``unknown`` when there is none. The
   ``engine`` column also stays inside the files, so readers see the same values either way.
 * ``host``: the host of a journald wrapper (``Nov 30 07:00:00 HOST ident[pid]: ...``), else the
-  service of a docker compose wrapper (``SERVICE | ...``), else the name of the file's parent
+  service of a docker compose wrapper (``SERVICE | ...``), else the pod of ``kubectl logs
+  --prefix`` (``[pod/POD/container] ...``), else the name of the file's parent
   directory (fleets usually collect logs as ``logs/<host>/server.log``), else ``local``. One host
   per file: the first wrapped line decides. Characters outside ``[A-Za-z0-9._-]`` become ``_``.
 * ``date``: the UTC date of ``ts`` (``ts_start`` for ``requests``), ``unknown`` without one.
