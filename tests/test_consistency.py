@@ -121,15 +121,22 @@ def test_window_logs_give_one_answer_per_state_everywhere(log):
     rows and the Streams table all carry the window fit's figure of a state, never a raw
     interval put at the count it closed with; ingest and report print the same digits."""
     from logscope.analysis.report import build_report, render
+    from logscope.analysis.servers import split_servers
+
+    whole = logscope.read(str(log))
+    ingest = run("ingest", log)
+    # a log holding several servers (a compose log): each server's own figures, everywhere
+    for _name, logs in split_servers(whole, log.name):
+        rep = build_report([logs])
+        _one_answer_per_state(logs, render(rep, "md"), rep, ingest)
+
+
+def _one_answer_per_state(logs, md: str, rep: dict, ingest: str) -> None:  # noqa: ANN001
     from logscope.analysis.window_fit import state_fit
 
-    logs = logscope.read(str(log))
     fit = state_fit(logs).filter(pl.col("reason").is_null(), pl.col("served_per_stream") > 0)
     h = headline_figures(logs)
     d, g = h["decode_tps"], h["aggregate_decode"]
-    rep = build_report([logs])
-    md = render(rep, "md")
-    ingest = run("ingest", log)
     if fit.height == 0:
         assert d["value"] is None and g["value"] is None
         assert rep["bench"].filter(pl.col("kind") == "tg").height == 0

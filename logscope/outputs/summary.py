@@ -92,7 +92,21 @@ def render(logs: Logs) -> str:
 
 def headline_lines(logs: Logs) -> list[str]:
     """The headline figures, each from its one definition (:mod:`logscope.analysis.metrics`),
-    formatted as ``report``, ``compare`` and ``card`` print them."""
+    formatted as ``report``, ``compare`` and ``card`` print them; per server where a wrapper
+    interleaved several in one log (as ``report`` gives them)."""
+    from logscope.analysis.servers import split_servers
+
+    parts = split_servers(logs, "")
+    if len(parts) == 1:
+        return _headline_lines(logs)
+    out = []
+    for name, one in parts:
+        out.append(f"  server {name.strip()[1:-1]}:")
+        out += ["  " + line for line in _headline_lines(one)]
+    return out
+
+
+def _headline_lines(logs: Logs) -> list[str]:
     from logscope.analysis.metrics import fmt_figure, headline_figures
 
     h = headline_figures(logs)
@@ -120,7 +134,8 @@ def headline_lines(logs: Logs) -> list[str]:
 
 def json_summary(logs: Logs) -> dict:
     """``Logs.summary()`` plus ``headline``: every headline figure (value, n, exactness),
-    rounded as the server prints (0.01; acceptance to 3 significant digits).
+    rounded as the server prints (0.01; acceptance to 3 significant digits), of the whole
+    ingest; and ``servers``, each server's own, where a wrapper interleaved several in a log.
 
     Example::
 
@@ -132,7 +147,16 @@ def json_summary(logs: Logs) -> dict:
     s = dict(logs.summary())
     from logscope.analysis.metrics import sig
 
-    h = headline_figures(logs)
-    s["headline"] = {k: _round_obj(v) for k, v in h.items()}
-    s["headline"]["acceptance_rate"]["value"] = sig(h["acceptance_rate"]["value"], 3)
+    def rounded(h: dict) -> dict:
+        out = {k: _round_obj(v) for k, v in h.items()}
+        out["acceptance_rate"]["value"] = sig(h["acceptance_rate"]["value"], 3)
+        return out
+
+    s["headline"] = rounded(headline_figures(logs))
+    from logscope.analysis.servers import split_servers
+
+    parts = split_servers(logs, "")
+    if len(parts) > 1:  # several servers one wrapper interleaved: each one's own (as report)
+        s["servers"] = {name.strip()[1:-1]: rounded(headline_figures(one))
+                        for name, one in parts}
     return s
