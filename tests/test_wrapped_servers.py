@@ -173,3 +173,25 @@ def test_compare_of_one_log_compares_its_servers():
     assert lo <= b["run"]["throughput"] / a["run"]["throughput"] <= hi
     one = CliRunner().invoke(cli, ["compare", str(SG / "sweep-np2.log")])
     assert one.exit_code == 2 and "several servers" in one.output
+
+
+def test_ingest_and_card_speak_of_one_server_at_a_time(tmp_path):
+    """``ingest`` prints each server's headline as ``report`` gives it; ``card`` draws one
+    server: it asks which where a log holds several, and names the ones there are."""
+    from click.testing import CliRunner
+
+    from logscope.analysis.metrics import fmt_figure, headline_figures
+    from logscope.analysis.servers import servers_of
+    from logscope.cli import cli
+
+    log = str(SG / "servers-compose.log")
+    out = CliRunner().invoke(cli, ["ingest", log]).output
+    for name, one in servers_of(logscope.read(log)).items():
+        d = headline_figures(one)["decode_tps"]
+        assert f"server {name}:" in out
+        assert f"(the state seen longest): {fmt_figure('decode_tps', d['value'])} " in out
+    ask = CliRunner().invoke(cli, ["card", log, "-o", str(tmp_path / "c.png")])
+    assert ask.exit_code == 1 and "vllm-a-1, vllm-b-1" in ask.output and "--server" in ask.output
+    ok = CliRunner().invoke(cli, ["card", log, "-o", str(tmp_path / "c.png"),
+                                  "--server", "vllm-b-1"])
+    assert ok.exit_code == 0 and (tmp_path / "c.png").stat().st_size > 0

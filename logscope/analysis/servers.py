@@ -56,20 +56,34 @@ def wrapper_servers(logs) -> list[str]:
 
 def split_servers(logs, label: str) -> list[tuple[str, object]]:
     """``[(label, logs)]`` as it is, or, where a file holds several servers by its wrapper's
-    marks, one ingest per server (its runs' rows of every table), labelled
-    ``label [server]``; the files' line counts stay the whole file's.
+    marks, one ingest per server (:func:`servers_of`), labelled ``label [server]``.
 
     Example::
 
         for name, one in split_servers(logscope.read("compose.log"), "compose.log"):
             print(name, served(one)["throughput_tps"])
     """
+    parts = servers_of(logs)
+    if len(parts) == 1:
+        return [(label, logs)]
+    return [(f"{label} [{server}]", one) for server, one in parts.items()]
+
+
+def servers_of(logs) -> dict[str, object]:
+    """``{server: ingest}``: where a file holds several servers by its wrapper's marks, one
+    ingest per server (its runs' rows of every table; the files' line counts stay the whole
+    file's); else ``{"": logs}``.
+
+    Example::
+
+        servers_of(logscope.read("compose.log"))["vllm-a-1"]["engine_stats"]
+    """
     from logscope.ingest.logs import Logs
 
     runs = server_runs(logs)
     if runs.height == 0 or not isinstance(logs, Logs):
-        return [(label, logs)]
-    out = []
+        return {"": logs}
+    out = {}
     for (server,), part in runs.partition_by("server", as_dict=True,
                                              maintain_order=True).items():
         keep = part.select("file", "run")
@@ -82,5 +96,5 @@ def split_servers(logs, label: str) -> list[tuple[str, object]]:
                     how="semi", maintain_order="left")
                 t = lazy.collect()
             tables[name] = t
-        out.append((f"{label} [{server}]", Logs(tables, logs.files, logs.engines)))
+        out[server] = Logs(tables, logs.files, logs.engines)
     return out

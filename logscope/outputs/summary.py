@@ -94,14 +94,14 @@ def headline_lines(logs: Logs) -> list[str]:
     """The headline figures, each from its one definition (:mod:`logscope.analysis.metrics`),
     formatted as ``report``, ``compare`` and ``card`` print them; per server where a wrapper
     interleaved several in one log (as ``report`` gives them)."""
-    from logscope.analysis.servers import split_servers
+    from logscope.analysis.servers import servers_of
 
-    parts = split_servers(logs, "")
+    parts = servers_of(logs)
     if len(parts) == 1:
         return _headline_lines(logs)
     out = []
-    for name, one in parts:
-        out.append(f"  server {name.strip()[1:-1]}:")
+    for name, one in parts.items():
+        out.append(f"  server {name}:")
         out += ["  " + line for line in _headline_lines(one)]
     return out
 
@@ -153,10 +153,9 @@ def json_summary(logs: Logs) -> dict:
         return out
 
     s["headline"] = rounded(headline_figures(logs))
-    from logscope.analysis.servers import split_servers
+    from logscope.analysis.servers import servers_of
 
-    parts = split_servers(logs, "")
+    parts = servers_of(logs)
     if len(parts) > 1:  # several servers one wrapper interleaved: each one's own (as report)
-        s["servers"] = {name.strip()[1:-1]: rounded(headline_figures(one))
-                        for name, one in parts}
+        s["servers"] = {name: rounded(headline_figures(one)) for name, one in parts.items()}
     return s
