@@ -26,7 +26,8 @@ def series(logs: tuple[str, ...], labels: tuple[str, ...], engine: str,
            datasets: tuple[str, ...], wheres: tuple[str, ...]) -> tuple[list, list[str]]:
     """(one ``Logs`` per series, their names): the LOGs, each read, then the datasets — each
     with each ``--where`` (one dataset and several conditions, or several datasets and at
-    most one condition, or as many of each, paired)."""
+    most one condition, or as many of each, paired). A log whose wrapper interleaves several
+    servers gives one series per server (``name [server]``)."""
     if wheres and not datasets:
         raise click.UsageError("--where is used with --dataset")
     pairs: list[tuple[str, str | None]]
@@ -47,8 +48,13 @@ def series(logs: tuple[str, ...], labels: tuple[str, ...], engine: str,
         Path(d).name + (f" ({w})" if w else "") for d, w in pairs]
     if len(labels) > len(default):
         raise click.UsageError(f"{len(labels)} --label for {len(default)} series")
+    from logscope.analysis.servers import split_servers
+
     out = (read_each(logs, engine) if logs else []) + [read_dataset(d, w) for d, w in pairs]
-    return out, list(labels) + default[len(labels):]
+    # a log holding several servers (compose services, pods): each is a series of its own
+    split = [p for lg, n in zip(out, list(labels) + default[len(labels):], strict=True)
+             for p in split_servers(lg, n)]
+    return [p[1] for p in split], [p[0] for p in split]
 
 
 def read_dataset(dataset: str, where: str | None = None):  # noqa: ANN201 - logscope.Logs

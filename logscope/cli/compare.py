@@ -90,7 +90,6 @@ def compare(logs, labels, fmt, strict, all_rows, plot_file, engine, datasets, wh
     from logscope.analysis.compare import compare_metrics, workload_differences
     from logscope.analysis.findings import findings, pair_findings
     from logscope.analysis.metrics import round_frame
-    from logscope.analysis.servers import split_servers
     from logscope.analysis.verdict import verdict
     from logscope.cli.bench_compare import bench_files, run
 
@@ -102,13 +101,10 @@ def compare(logs, labels, fmt, strict, all_rows, plot_file, engine, datasets, wh
         return run(logs, benches, labels, fmt, engine)
     if plot_file:
         check_output(plot_file)
-    frames, names = series(logs, labels, engine, datasets, wheres)
-    # a log holding several servers (compose services, pods): each is a series of its own
-    pairs = [p for lg, n in zip(frames, names, strict=True) for p in split_servers(lg, n)]
-    if len(pairs) < 2:
+    frames, names = series(logs, labels, engine, datasets, wheres)  # a server each
+    if len(frames) < 2:
         raise click.UsageError("compare needs at least two LOGs (or --dataset series), or "
                                "one log whose wrapper interleaves several servers")
-    names, frames = [p[0] for p in pairs], [p[1] for p in pairs]
     df = compare_metrics(frames, names, strict=strict, all_rows=all_rows)
     verdicts, found = [], {n: findings(lg, n) for lg, n in zip(frames, names, strict=True)}
     pairs = []

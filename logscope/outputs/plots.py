@@ -41,9 +41,9 @@ def _as_list(logs_list, labels):
 
 
 def _files(logs_list) -> str:
-    out = []
+    out: dict[str, None] = {}  # each file once (the servers of one log share its file)
     for lg in logs_list:
-        out += [Path(f.file).name for f in getattr(lg, "files", [])]
+        out.update((Path(f.file).name, None) for f in getattr(lg, "files", []))
     return ", ".join(out) or "the input"
 
 
