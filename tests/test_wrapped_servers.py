@@ -147,6 +147,8 @@ def test_llama_server_compose_services_keep_their_own_runs_slots_and_requests(tm
     ("[pod/vllm-0-6d5f8/server] ", "vllm-0-6d5f8"),
     ("vllm-0-6d5f8-x2kq9 vllm ", "vllm-0-6d5f8-x2kq9"),        # stern
     ("Jun 18 08:57:40 gpu-box vllm[2214]: ", "gpu-box"),          # journald short
+    # an indented message (a summary's continuation line) takes the space after the colon
+    ("2026-03-11T07:52:55.891193+01:00 gpu-box llama-server[2214]:", "gpu-box"),
     ("stdout F ", None),                                          # CRI: no server named
     ("2026-01-01 10:00:00 worker ", None),
 ])

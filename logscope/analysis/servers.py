@@ -12,6 +12,7 @@ import polars as pl
 
 from logscope.analysis._util import table
 
+UNMARKED = "no wrapper mark"
 # the tables whose rows carry each server's wrapper prefix, the busiest first
 PREFIXED = ("engine_stats", "decode_batch", "prefill_batch", "decode_progress", "task_launch",
             "prompt_eval", "eval")
@@ -34,12 +35,12 @@ def server_runs(logs) -> pl.DataFrame:
             continue
         runs = (t.group_by("file", "run").agg(pl.col("prefix").drop_nulls().first())
                 .select(pl.col("file").cast(pl.String), pl.col("run").cast(pl.Int32),
-                        host_expr(pl.col("prefix")).alias("server"))
-                .drop_nulls("server"))
-        many = runs.group_by("file").agg(pl.col("server").n_unique().alias("_n")).filter(
-            pl.col("_n") > 1)
-        return runs.join(many.select("file"), on="file").sort("file", "run") if many.height \
-            else empty
+                        host_expr(pl.col("prefix")).alias("server")))
+        many = runs.group_by("file").agg(pl.col("server").drop_nulls().n_unique().alias("_n"))
+        many = many.filter(pl.col("_n") > 1)
+        # a run without a mark beside marked ones (a plain log joined to a compose log): apart
+        return runs.join(many.select("file"), on="file").with_columns(
+            pl.col("server").fill_null(UNMARKED)).sort("file", "run") if many.height else empty
     return empty
 
 

@@ -56,7 +56,7 @@ GPU_ID = r"\bgpu_id=(?P<v>[0-9]+)"
 # where the host is: journald short / short-iso (``<ts> host ident[pid]: ``), docker compose
 # (``service  | ``) at the start of the line
 HOST = (rf"^(?:{ISO_TS.replace('?P<', '?P<h_')}|{SYSLOG_TS}) (?P<host>[^\s\[:]+) "
-        r"[^\s:\[]+(?:\[[0-9]+\])?: ")
+        r"[^\s:\[]+(?:\[[0-9]+\])?:(?: |$)")  # the message may take the space (indented)
 SERVICE = r"^(?P<service>[A-Za-z0-9][A-Za-z0-9_.-]*) +\| "
 # Kubernetes: ``kubectl logs --prefix`` (``[pod/name/container] ``) and stern's default
 # (``pod container ``: the whole prefix, the pod's name hyphenated as a pod's is)
