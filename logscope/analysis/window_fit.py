@@ -472,9 +472,11 @@ def _windows(logs) -> _Windows | None:
     return copy.deepcopy(w)
 
 
-def _solve(w: _Windows, idx: np.ndarray) -> np.ndarray | None:
+def _solve(w: _Windows, idx: np.ndarray, X: np.ndarray | None = None) -> np.ndarray | None:
+    """The terms fitted on the intervals ``idx`` (those of them the fit takes); ``X``: the
+    design (``w.X()``), where the caller has it already."""
     idx = idx[w.fit[idx]]
-    beta, *_ = np.linalg.lstsq(w.X()[idx], w.T[idx], rcond=None)
+    beta, *_ = np.linalg.lstsq((w.X() if X is None else X)[idx], w.T[idx], rcond=None)
     return beta
 
 
@@ -536,45 +538,59 @@ def _fit_once(w: _Windows) -> tuple[np.ndarray, np.ndarray]:
     return beta, inl
 
 
-def _figures(w: _Windows, beta: np.ndarray, inl: np.ndarray, idx: np.ndarray) -> np.ndarray:
-    """(K, 5): clean, served, aggregate per state, the state's seconds and decode seconds."""
+def _figures(w: _Windows, beta: np.ndarray, inl: np.ndarray, idx: np.ndarray | None,
+             charge: np.ndarray | None = None) -> np.ndarray:
+    """(K, 5): clean, served, aggregate per state, the state's seconds and decode seconds,
+    over the intervals ``idx`` (a resample; None: every interval, read in place).
+    ``charge``: :func:`_charge_by_state` of ``w``, where the caller has it already."""
     beta = w.expand(beta)
     K, E, B = len(w.states), w.E, len(w.bands)
     a = beta[K + E:K + E + B]
     c = beta[K + E + B] if w.C else 0.0
-    S, tok, T, P, ch = w.S[idx], w.tok[idx], w.T[idx], w.P[idx], w.charge[idx]
+    idx = slice(None) if idx is None else idx
+    S, tok, T, P = w.S[idx], w.tok[idx], w.T[idx], w.P[idx]
+    n = len(T)
     # a step's time per window and state: its state's term plus the KV term at its depth
-    s = beta[:K][None, :] + (beta[K] * w.D[idx][:, None] if E else np.zeros((len(idx), 1)))
-    pre_total = (P @ a if len(a) else np.zeros(len(idx))) + c * w.Nb[idx]
+    s = beta[:K][None, :] + (beta[K] * w.D[idx][:, None] if E else np.zeros((n, 1)))
+    pre_total = (P @ a if len(a) else np.zeros(n)) + c * w.Nb[idx]
     S, tok, T = _split(w, idx, s, pre_total, S.copy(), tok.copy(), T.copy())
     dec = S * s                                   # (n, K) decode seconds per state
     model = dec.sum(1) + pre_total
     # observed seconds, shared out by the fit; idle and stalls (outliers) count as the fit says
     f = np.where(inl[idx] & ~w.lone[idx] & ~w.edge[idx] & (model > 0),
                  T / np.where(model > 0, model, 1), 1.0)
-    if len(a):
-        pre = np.einsum("nbk,b->nk", ch[:, :, :K], a) + c * w.Nch[idx][:, :K]
+    if len(a):   # the prompts charged to each state: (n, K, B) @ (B,) over every interval once
+        ch = _charge_by_state(w) if charge is None else charge
+        pre = (ch @ a)[idx] + c * w.Nch[idx][:, :K]
     else:
         pre = np.zeros_like(dec)
-    secs = (f[:, None] * (dec + pre)).sum(0)
+    f_dec = f @ dec                               # (K,) the observed decode seconds
+    secs = f_dec + f @ pre
     tk = tok.sum(0)
+    steps = S.sum(0)
     ks = np.array(w.states, float)
     with np.errstate(divide="ignore", invalid="ignore"):
-        per_step = tk / (S.sum(0) * ks)
-        clean = per_step / ((f[:, None] * dec).sum(0) / S.sum(0))   # the observed decode part
+        per_step = tk / (steps * ks)
+        clean = per_step / (f_dec / steps)        # the observed decode part
         served = tk / ks / secs
-    return np.column_stack([clean, served, served * ks, secs, (f[:, None] * dec).sum(0)])
+    return np.column_stack([clean, served, served * ks, secs, f_dec])
 
 
-def _split(w: _Windows, idx: np.ndarray, s: np.ndarray, pre: np.ndarray, S: np.ndarray,
-           tok: np.ndarray, T: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _charge_by_state(w: _Windows) -> np.ndarray:
+    """(n, K, B): the prompt tokens of each interval and depth band charged to each state."""
+    return np.ascontiguousarray(w.charge[:, :, :len(w.states)].transpose(0, 2, 1))
+
+
+def _split(w: _Windows, idx: np.ndarray | slice, s: np.ndarray, pre: np.ndarray,
+           S: np.ndarray, tok: np.ndarray, T: np.ndarray
+           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """An interval whose running count changed from k0 to k1: the steps at k0 (S0) and at
     k1 that its seconds and tokens imply under the fitted step times (one unknown, one
     equation); the even split stays where that has no solution in range."""
     mix = np.flatnonzero((w.k0[idx] != w.k1[idx]) & ~w.split[idx])
     if len(mix) == 0:
         return S, tok, T
-    ii = idx[mix]
+    ii = mix if isinstance(idx, slice) else idx[mix]
     i0, i1 = w.k0[ii], w.k1[ii]
     ks = np.array(w.states, float)
     k0, k1, m = ks[i0], ks[i1], w.m[ii]
@@ -651,7 +667,8 @@ def _run(w: _Windows) -> _Run:
     if w.engine == "vllm" and w.snaps is not None and len(w.snaps) and w.bands:
         _charge_decoding(w, max(float(beta[w.n_step + w.E]), 0.0))
     allidx = np.arange(len(w.T))
-    est = _figures(w, beta, inl, allidx)
+    charge, X = _charge_by_state(w), w.X()   # w no longer changes: read once for every resample
+    est = _figures(w, beta, inl, None, charge)
     rng = np.random.default_rng(SEED)
     K = len(w.states)
     boots = np.full((REPS, K, 5), np.nan)
@@ -662,12 +679,12 @@ def _run(w: _Windows) -> _Run:
         bi = idx[inl[idx]]   # the resampled inliers
         if len(bi) < 2:
             continue
-        b = _solve(w, bi)
+        b = _solve(w, bi, X)
         if b is not None:
             bb[r] = b
-            boots[r] = _figures(w, b, inl, idx)
+            boots[r] = _figures(w, b, inl, idx, charge)
             if w.engine == "sglang":   # only SGLang's identification reads it (_reasons)
-                held[r] = _figures(w, b, inl, allidx)
+                held[r] = _figures(w, b, inl, None, charge)
     return _Run(w, beta, inl, est, boots, bb, held)
 
 
@@ -889,9 +906,11 @@ def _misfit(r: _Run) -> tuple[np.ndarray, np.ndarray]:
         x = rel[sel[:, j]]
         if len(x):
             med[j] = float(np.median(x))
-            # the median's standard error: 1.2533 σ / √n, σ from the MAD (1.4826 MAD)
-            half[j] = 1.96 * 1.2533 * 1.4826 * float(np.median(np.abs(x - med[j]))) \
-                / math.sqrt(len(x))
+            # the median's standard error: 1.2533 σ / √n, σ from the MAD (1.4826 MAD); an
+            # interval of no seconds makes both NaN, which no test fails (as the median alone)
+            with np.errstate(invalid="ignore"):
+                half[j] = 1.96 * 1.2533 * 1.4826 * float(np.median(np.abs(x - med[j]))) \
+                    / math.sqrt(len(x))
     return med, half
 
 
