@@ -538,36 +538,19 @@ def _fit_once(w: _Windows) -> tuple[np.ndarray, np.ndarray]:
     return beta, inl
 
 
-def _figures(w: _Windows, beta: np.ndarray, inl: np.ndarray, idx: np.ndarray | None,
-             charge: np.ndarray | None = None) -> np.ndarray:
+def _figures(w: _Windows, beta: np.ndarray, inl: np.ndarray,
+             weights: np.ndarray | None = None, charge: np.ndarray | None = None,
+             parts: tuple | None = None) -> np.ndarray:
     """(K, 5): clean, served, aggregate per state, the state's seconds and decode seconds,
-    over the intervals ``idx`` (a resample; None: every interval, read in place).
-    ``charge``: :func:`_charge_by_state` of ``w``, where the caller has it already."""
-    beta = w.expand(beta)
-    K, E, B = len(w.states), w.E, len(w.bands)
-    a = beta[K + E:K + E + B]
-    c = beta[K + E + B] if w.C else 0.0
-    idx = slice(None) if idx is None else idx
-    S, tok, T, P = w.S[idx], w.tok[idx], w.T[idx], w.P[idx]
-    n = len(T)
-    # a step's time per window and state: its state's term plus the KV term at its depth
-    s = beta[:K][None, :] + (beta[K] * w.D[idx][:, None] if E else np.zeros((n, 1)))
-    pre_total = (P @ a if len(a) else np.zeros(n)) + c * w.Nb[idx]
-    S, tok, T = _split(w, idx, s, pre_total, S.copy(), tok.copy(), T.copy())
-    dec = S * s                                   # (n, K) decode seconds per state
-    model = dec.sum(1) + pre_total
-    # observed seconds, shared out by the fit; idle and stalls (outliers) count as the fit says
-    f = np.where(inl[idx] & ~w.lone[idx] & ~w.edge[idx] & (model > 0),
-                 T / np.where(model > 0, model, 1), 1.0)
-    if len(a):   # the prompts charged to each state: (n, K, B) @ (B,) over every interval once
-        ch = _charge_by_state(w) if charge is None else charge
-        pre = (ch @ a)[idx] + c * w.Nch[idx][:, :K]
-    else:
-        pre = np.zeros_like(dec)
-    f_dec = f @ dec                               # (K,) the observed decode seconds
-    secs = f_dec + f @ pre
-    tk = tok.sum(0)
-    steps = S.sum(0)
+    over the intervals each counted ``weights`` times (a resample's counts; None: once each).
+    ``charge``: :func:`_charge_by_state` of ``w``, ``parts``: :func:`_per_interval` of
+    ``beta``, where the caller has them already."""
+    S, tok, dec, pre, f = _per_interval(w, beta, inl, charge) if parts is None else parts
+    wf = f if weights is None else weights * f
+    f_dec = wf @ dec                              # (K,) the observed decode seconds
+    secs = f_dec + wf @ pre
+    tk = tok.sum(0) if weights is None else weights @ tok
+    steps = S.sum(0) if weights is None else weights @ S
     ks = np.array(w.states, float)
     with np.errstate(divide="ignore", invalid="ignore"):
         per_step = tk / (steps * ks)
@@ -576,30 +559,53 @@ def _figures(w: _Windows, beta: np.ndarray, inl: np.ndarray, idx: np.ndarray | N
     return np.column_stack([clean, served, served * ks, secs, f_dec])
 
 
+def _per_interval(w: _Windows, beta: np.ndarray, inl: np.ndarray,
+                  charge: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
+    """Per interval under the terms ``beta``: steps and tokens per state (a mixed interval's
+    split by :func:`_split`), decode seconds and prompt seconds charged per state, and the
+    factor that shares its observed seconds out (idle and stalls count as the fit says)."""
+    beta = w.expand(beta)
+    K, E, B = len(w.states), w.E, len(w.bands)
+    a = beta[K + E:K + E + B]
+    c = beta[K + E + B] if w.C else 0.0
+    n = len(w.T)
+    # a step's time per window and state: its state's term plus the KV term at its depth
+    s = beta[:K][None, :] + (beta[K] * w.D[:, None] if E else np.zeros((n, 1)))
+    pre_total = (w.P @ a if len(a) else np.zeros(n)) + c * w.Nb
+    S, tok, T = _split(w, s, pre_total, w.S.copy(), w.tok.copy(), w.T.copy())
+    dec = S * s                                   # (n, K) decode seconds per state
+    model = dec.sum(1) + pre_total
+    f = np.where(inl & ~w.lone & ~w.edge & (model > 0), T / np.where(model > 0, model, 1), 1.0)
+    if len(a):   # the prompts charged to each state: (n, K, B) @ (B,)
+        ch = _charge_by_state(w) if charge is None else charge
+        pre = ch @ a + c * w.Nch[:, :K]
+    else:
+        pre = np.zeros_like(dec)
+    return S, tok, dec, pre, f
+
+
 def _charge_by_state(w: _Windows) -> np.ndarray:
     """(n, K, B): the prompt tokens of each interval and depth band charged to each state."""
     return np.ascontiguousarray(w.charge[:, :, :len(w.states)].transpose(0, 2, 1))
 
 
-def _split(w: _Windows, idx: np.ndarray | slice, s: np.ndarray, pre: np.ndarray,
-           S: np.ndarray, tok: np.ndarray, T: np.ndarray
-           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _split(w: _Windows, s: np.ndarray, pre: np.ndarray, S: np.ndarray, tok: np.ndarray,
+           T: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """An interval whose running count changed from k0 to k1: the steps at k0 (S0) and at
     k1 that its seconds and tokens imply under the fitted step times (one unknown, one
     equation); the even split stays where that has no solution in range."""
-    mix = np.flatnonzero((w.k0[idx] != w.k1[idx]) & ~w.split[idx])
+    mix = np.flatnonzero((w.k0 != w.k1) & ~w.split)
     if len(mix) == 0:
         return S, tok, T
-    ii = mix if isinstance(idx, slice) else idx[mix]
-    i0, i1 = w.k0[ii], w.k1[ii]
+    i0, i1 = w.k0[mix], w.k1[mix]
     ks = np.array(w.states, float)
-    k0, k1, m = ks[i0], ks[i1], w.m[ii]
+    k0, k1, m = ks[i0], ks[i1], w.m[mix]
     s0, s1 = s[mix, i0], s[mix, i1]
     with np.errstate(divide="ignore", invalid="ignore"):
         if w.engine == "sglang":
             N = float(DECODE_LOG_INTERVAL)
-            whole = np.isfinite(w.thr[ii])
-            thr = np.where(whole, w.thr[ii], 1.0)
+            whole = np.isfinite(w.thr[mix])
+            thr = np.where(whole, w.thr[mix], 1.0)
             # whole-second stamps: T = m (k0 S0 + k1 (N - S0)) / thr = s0 S0 + s1 (N - S0) + pre
             num = np.where(whole, pre[mix] + N * s1 - N * m * k1 / thr,
                            T[mix] - N * s1 - pre[mix])
@@ -611,7 +617,7 @@ def _split(w: _Windows, idx: np.ndarray | slice, s: np.ndarray, pre: np.ndarray,
             T[mix] = np.where(whole, m * (k0 * S0 + k1 * S1) / thr, T[mix])
         else:
             # vLLM: k0 S0 + k1 S1 = request-steps R, s0 S0 + s1 S1 + pre = T
-            R = w.G[ii] / m
+            R = w.G[mix] / m
             S0 = (T[mix] - pre[mix] - s1 * R / k1) / (s0 - s1 * k0 / k1)
             S0 = np.clip(S0, 0, R / k0)
             ok = np.isfinite(S0) & (s0 > 0) & (s1 > 0)
@@ -668,7 +674,7 @@ def _run(w: _Windows) -> _Run:
         _charge_decoding(w, max(float(beta[w.n_step + w.E]), 0.0))
     allidx = np.arange(len(w.T))
     charge, X = _charge_by_state(w), w.X()   # w no longer changes: read once for every resample
-    est = _figures(w, beta, inl, None, charge)
+    est = _figures(w, beta, inl, charge=charge)
     rng = np.random.default_rng(SEED)
     K = len(w.states)
     boots = np.full((REPS, K, 5), np.nan)
@@ -682,9 +688,11 @@ def _run(w: _Windows) -> _Run:
         b = _solve(w, bi, X)
         if b is not None:
             bb[r] = b
-            boots[r] = _figures(w, b, inl, idx, charge)
+            parts = _per_interval(w, b, inl, charge)
+            boots[r] = _figures(w, b, inl, np.bincount(idx, minlength=len(allidx)),
+                                parts=parts)
             if w.engine == "sglang":   # only SGLang's identification reads it (_reasons)
-                held[r] = _figures(w, b, inl, None, charge)
+                held[r] = _figures(w, b, inl, parts=parts)
     return _Run(w, beta, inl, est, boots, bb, held)
 
 
