@@ -57,7 +57,7 @@ from itertools import combinations
 import numpy as np
 import polars as pl
 
-from logscope.analysis._util import EXACT, TICK, WINDOW, label_of, table
+from logscope.analysis._util import EXACT, TICK, WINDOW, label_of, remembered, table
 
 SCHEMA = {
     "label": pl.String, "file": pl.String, "run": pl.Int32, "slot": pl.Int64, "task": pl.Int64,
@@ -176,14 +176,28 @@ def _with_concurrency(req: pl.DataFrame, rows: list[dict]) -> list[dict]:
     by_run: dict[tuple, list[tuple]] = {}
     for (f, run, slot, task), (a, b, _) in spans.items():
         by_run.setdefault((f, run), []).append((a, b, slot, task))
+    # per run, the spans' starts and ends sorted: the spans a stretch (lo, hi) overlaps are
+    # those starting before hi less those ending by lo (a span starts before it ends)
+    sweep = {k: (np.sort([s[0] for s in v]), np.sort([s[1] for s in v]))
+             for k, v in by_run.items()}
     for r in rows:
         if r["_t0"] is None or r["_t1"] is None:
             r["shared_prefill"] = None
         else:
             lo, hi = r["_t0"] + OVERLAP_TOL, r["_t1"] - OVERLAP_TOL
-            r["shared_prefill"] = any(
-                a < hi and b > lo and (slot, task) != (r["slot"], r["task"])
-                for a, b, slot, task in by_run.get((r["file"], r["run"]), []))
+            key = (r["file"], r["run"])
+            if lo < hi and key in sweep:
+                starts, ends = sweep[key]
+                n = int(np.searchsorted(starts, hi, side="left")
+                        - np.searchsorted(ends, lo, side="right"))
+                own = spans.get((*key, r["slot"], r["task"]))
+                if own is not None and own[0] < hi and own[1] > lo:
+                    n -= 1
+                r["shared_prefill"] = n > 0
+            else:   # a stretch shorter than the tolerance: each span tested
+                r["shared_prefill"] = any(
+                    a < hi and b > lo and (slot, task) != (r["slot"], r["task"])
+                    for a, b, slot, task in by_run.get(key, []))
         r.pop("_t0", None)
         r.pop("_t1", None)
         r["shared"] = None if r.get("concurrent") is None else r["concurrent"] > 0
@@ -211,17 +225,24 @@ def prefill_curve(logs, label: str | None = None) -> pl.DataFrame:
         pts = prefill_curve(logscope.read("server.log"))
         pts.filter(pl.col("source") == "llama:tick", ~pl.col("shared"))   # solo chunks
     """
+    pts = remembered(logs, "prefill_curve", POINT_TABLES, lambda: _points(logs))
+    return pts.with_columns(pl.lit(label_of(logs, label), pl.String).alias("label")) \
+        if pts.height else pts
+
+
+# what the stretches are read from (a report asks for them from several analyses)
+POINT_TABLES = ("requests", "decode_batch", "prefill_batch", "engine_stats", "spec_decoding")
+
+
+def _points(logs) -> pl.DataFrame:
     rows: list[dict] = []
     req = table(logs, "requests")
     if req is not None:
         rows += _llama_points(req)
     if table(logs, "prefill_batch") is not None:
         rows += _sglang_points(logs)
-    lab = label_of(logs, label)
     if not rows:
         return _empty()
-    for r in rows:
-        r["label"] = lab
     return pl.DataFrame(rows, schema=SCHEMA).sort("source", "depth")
 
 
