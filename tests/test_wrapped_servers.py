@@ -5,14 +5,13 @@ each server is runs of its own, so no interval, state, slot or request mixes two
 from __future__ import annotations
 
 import json
-import re
 
 import polars as pl
 import pytest
 
 import logscope
 from logscope.analysis.served import served
-from logscope.analysis.servers import split_servers, wrapper_servers
+from logscope.analysis.servers import server_runs, split_servers
 from logscope.analysis.window_fit import state_fit
 from logscope.analysis.windows import run_intervals
 from logscope.input.envelope import decode_frame, decode_prefix
@@ -61,8 +60,7 @@ def test_each_server_a_wrapper_interleaves_is_read_from_its_own_lines(folder, na
     tokens = sum(r["run"]["tokens"] for r in truth["runs"])
     span = sum(r["run"]["span_s"] for r in truth["runs"])
     assert s["throughput_tps"] == pytest.approx(tokens / span, rel=0.05)
-    names = wrapper_servers(logs)
-    assert sorted(re.sub(r" \(run \d\)", "", n) for n in names) == sorted(
+    assert sorted(server_runs(logs)["server"].to_list()) == sorted(
         r["service"] for r in truth["runs"])
     if interval is not None:
         from logscope.analysis._util import with_time
@@ -139,7 +137,9 @@ def test_llama_server_compose_services_keep_their_own_runs_slots_and_requests(tm
     got = req.select(cols).sort(key, nulls_last=True)
     want = pl.concat([r.select(cols) for r in alone]).sort(key, nulls_last=True)
     assert got.equals(want)
-    assert len(wrapper_servers(both)) == 3   # a's two runs, b's one
+    # a's two runs (it restarted) and b's one
+    assert sorted(server_runs(both)["server"].to_list()) == ["llama-a-1", "llama-a-1",
+                                                             "llama-b-1"]
 
 
 @pytest.mark.parametrize(("prefix", "host"), [
@@ -150,6 +150,7 @@ def test_llama_server_compose_services_keep_their_own_runs_slots_and_requests(tm
     # an indented message (a summary's continuation line) takes the space after the colon
     ("2026-03-11T07:52:55.891193+01:00 gpu-box llama-server[2214]:", "gpu-box"),
     ("stdout F ", None),                                          # CRI: no server named
+    ("2024-05-01 info ", None),                                   # a date is no pod
     ("2026-01-01 10:00:00 worker ", None),
 ])
 def test_the_servers_mark_is_read_alike_per_line_and_vectorised(prefix, host):

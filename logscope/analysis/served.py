@@ -47,8 +47,7 @@ SERVED_SCHEMA = {"label": pl.String, "completion_tokens": pl.Float64, "requests"
                  "decode_prefill_s": pl.Float64, "prefill_s": pl.Float64,
                  "stall_s": pl.Float64, "idle_s": pl.Float64, "max_streams": pl.Int64,
                  "slots": pl.Int64, "per_stream_source": pl.String, "span_basis": pl.String,
-                 "throughput_lower_bound": pl.Boolean, "engines": pl.Int64,
-                 "servers": pl.String}
+                 "throughput_lower_bound": pl.Boolean, "engines": pl.Int64}
 STREAMS_SCHEMA = {"label": pl.String, "decoding": pl.Int16, "seconds": pl.Float64,
                   "tokens": pl.Float64, "aggregate_tps": pl.Float64,
                   "per_stream_tps": pl.Float64, "gain_tps": pl.Float64,
@@ -175,8 +174,6 @@ def served(logs, label: str | None = None) -> dict:
         out["engines"] = engines_per_run(logs)
     else:
         n_units = None
-    from logscope.analysis.servers import wrapper_servers
-    out["servers"] = ", ".join(wrapper_servers(logs)) or None
     out.update(
         completion_tokens=tokens, span_s=span, busy_s=busy,
         requests=req.height if req is not None else None,

@@ -44,17 +44,6 @@ def server_runs(logs) -> pl.DataFrame:
     return empty
 
 
-def wrapper_servers(logs) -> list[str]:
-    """The servers a wrapper interleaved in one file, as ``name (run N)``; empty where no
-    file holds more than one.
-
-    Example::
-
-        wrapper_servers(logscope.read("compose.log"))   # ['vllm-a-1 (run 1)', 'vllm-b-1 (run 2)']
-    """
-    return [f"{s} (run {r})" for r, s in server_runs(logs).select("run", "server").iter_rows()]
-
-
 def split_servers(logs, label: str) -> list[tuple[str, object]]:
     """``[(label, logs)]`` as it is, or, where a file holds several servers by its wrapper's
     marks, one ingest per server (:func:`servers_of`), labelled ``label [server]``.

@@ -59,9 +59,10 @@ HOST = (rf"^(?:{ISO_TS.replace('?P<', '?P<h_')}|{SYSLOG_TS}) (?P<host>[^\s\[:]+)
         r"[^\s:\[]+(?:\[[0-9]+\])?:(?: |$)")  # the message may take the space (indented)
 SERVICE = r"^(?P<service>[A-Za-z0-9][A-Za-z0-9_.-]*) +\| "
 # Kubernetes: ``kubectl logs --prefix`` (``[pod/name/container] ``) and stern's default
-# (``pod container ``: the whole prefix, the pod's name hyphenated as a pod's is)
+# (``pod container ``: the whole prefix, the pod's name hyphenated and led by a letter, so a
+# date and a word, ``2024-05-01 info ``, is no pod)
 POD = (r"^\[pod/(?P<pod>[^/\]\s]+)/[^\]\s]+\] "
-       r"|^(?P<pod2>[a-z0-9][a-z0-9.]*-[a-z0-9.-]*[a-z0-9]) [a-z0-9](?:[a-z0-9-]*[a-z0-9])? $")
+       r"|^(?P<pod2>[a-z][a-z0-9.]*-[a-z0-9.-]*[a-z0-9]) [a-z0-9](?:[a-z0-9-]*[a-z0-9])? $")
 
 # a prefix that shows a wrapper was there: whitespace or a Markdown quote, a clock, a level, a
 # gutter, a process tag, a compose bar (what lets a line whose message has no header of its own
