@@ -82,7 +82,11 @@ def _rows(logs, t: dict, name: str) -> None:  # noqa: ANN001 - logscope.Logs
         r = fit.get(int(k))
         if not r or r["reason"]:
             why = (r["reason"].split(": ", 2)[1] if r and r["reason"] else "no interval")
-            print(f"| {name} | {k} | {s['decode_seconds']:.1f} | refused: {why[:70]} | | |")
+            low = (f"; busiest interval (a lower bound there) "
+                   f"{pct(r['busiest_per_stream'], s['clean_per_stream'])}"
+                   if r and r.get("busiest_per_stream") else "")
+            print(f"| {name} | {k} | {s['decode_seconds']:.1f} | refused: {why[:70]}{low} "
+                  "| | |")
             continue
         print(f"| {name} | {k} | {s['decode_seconds']:.1f} | "
               f"{pct(r['clean_per_stream'], s['clean_per_stream'])} | "

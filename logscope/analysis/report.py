@@ -563,6 +563,11 @@ def _window_fit_lines(rows: list[dict]) -> list[str]:
                 if c in why:
                     why, cure = why[:why.index(c)], why[why.index(c) + 2:]
             out.append(f"- decode per stream: no figure at {why}")
+            if r.get("busiest_per_stream"):
+                out.append(f"- decode per stream at {k} decoding, one stream throughout: at "
+                           f"least {_fmt(r['busiest_per_stream'])} t/s in the busiest interval "
+                           "(its tokens ÷ its seconds, its prompts and idle included: a lower "
+                           "bound of the rate at that interval's depth, not the run's mean)")
             continue
         model = ("one step time per state" if r.get("model", "per state") == "per state"
                  else "pooled step time b + c·k across states")

@@ -99,7 +99,7 @@ STATE_FIT_SCHEMA = {
     "clean_per_stream": pl.Float64, "clean_lo": pl.Float64, "clean_hi": pl.Float64,
     "served_per_stream": pl.Float64, "served_lo": pl.Float64, "served_hi": pl.Float64,
     "aggregate": pl.Float64, "aggregate_lo": pl.Float64, "aggregate_hi": pl.Float64,
-    "model": pl.String, "reason": pl.String}
+    "model": pl.String, "reason": pl.String, "busiest_per_stream": pl.Float64}
 PREFILL_FIT_SCHEMA = {"label": pl.String, "depth_lo": pl.Int64, "depth_hi": pl.Int64,
                       "depth": pl.Float64, "tokens": pl.Float64, "windows": pl.Int64,
                       "tps": pl.Float64, "tps_lo": pl.Float64, "tps_hi": pl.Float64,
@@ -138,6 +138,7 @@ class _Windows:
                                    # requests taken out of `Running` (pooled model only)
     snaps: np.ndarray = None       # (n, 5) vLLM: Running at start, at end; prompt tokens of
                                    # the interval before, this one, the one after
+    one_stream: bool = False       # vLLM: no line shows more than one request running
 
     def __post_init__(self) -> None:
         if self.busy is None:
@@ -372,6 +373,7 @@ def _vllm(logs) -> _Windows | None:
             w.edge[i] = start or end
         w.snaps = np.array(snaps, float).reshape(-1, 5)
         if max_run <= 1:
+            w.one_stream = True
             w.notes.append("the log never shows more than one request running: every prompt "
                            "ran alone, none is charged to a stream")
         ivs = sorted(set(per_run.values()))
@@ -987,6 +989,20 @@ def _fit_models(logs) -> tuple[_Windows, list[tuple[_Run, str | None, str]]] | N
     return w, pick
 
 
+def _busiest(w: _Windows) -> float | None:
+    """vLLM, a log that never shows more than one request running: the busiest interval's
+    generation throughput. With one stream at most, an interval's tokens ÷ its seconds is the
+    decode rate less whatever prompts and idle it also held, so this is a lower bound of the
+    decode rate at that interval's depth (not the state's mean, which may be lower where
+    contexts grew); the figure a one-stream log gives when its intervals each also hold a
+    turn's prompt and the idle before it, which the fit cannot split (None otherwise)."""
+    if w.engine != "vllm" or not w.one_stream or w.states != [1]:
+        return None
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rate = np.where((w.G > 0) & (w.T > 0), w.G / w.T, np.nan)
+    return float(np.nanmax(rate)) if np.isfinite(rate).any() else None
+
+
 def state_fit(logs, label: str | None = None) -> pl.DataFrame:
     """Per-stream decode per state (streams decoding) from SGLang or vLLM window lines, mixed
     windows included (module docstring): one row per state with ``clean_per_stream`` (the
@@ -997,7 +1013,11 @@ def state_fit(logs, label: str | None = None) -> pl.DataFrame:
     the state). ``model`` names the fit that gave the figure: "per state" (a free step time
     per state) or "pooled" (one step time b + c·k across states, where the per-state one is
     not identified). ``reason`` is null for a figure, or says why the state is refused under
-    both models (its figures then null). Empty for a llama-server log or a log without a clock.
+    both models (its figures then null). ``busiest_per_stream``: on a vLLM log that never
+    shows more than one request running, the busiest interval's rate at 1 decoding, a lower
+    bound of the decode rate at that interval's depth (:func:`_busiest`; null elsewhere): what
+    a one-stream log says where each interval also holds a turn's prompt and the idle before
+    it. Empty for a llama-server log or a log without a clock.
 
     Example::
 
@@ -1010,6 +1030,7 @@ def state_fit(logs, label: str | None = None) -> pl.DataFrame:
     if got is None:
         return pl.DataFrame(schema=STATE_FIT_SCHEMA)
     w, pick = got
+    busiest = _busiest(w)
     rows = []
     for j, k in enumerate(w.states):
         run, reason, model = pick[j]
@@ -1032,7 +1053,8 @@ def state_fit(logs, label: str | None = None) -> pl.DataFrame:
                      "served_per_stream": v(est[j, 1]), "served_lo": v(lo[j, 1]),
                      "served_hi": v(hi[j, 1]),
                      "aggregate": v(est[j, 2]), "aggregate_lo": v(lo[j, 2]),
-                     "aggregate_hi": v(hi[j, 2]), "model": model, "reason": reason})
+                     "aggregate_hi": v(hi[j, 2]), "model": model, "reason": reason,
+                     "busiest_per_stream": busiest if k == 1 else None})
     return pl.DataFrame(rows, schema=STATE_FIT_SCHEMA)
 
 
