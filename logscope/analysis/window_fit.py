@@ -540,19 +540,67 @@ def _fit_once(w: _Windows) -> tuple[np.ndarray, np.ndarray]:
     return beta, inl
 
 
+@dataclass
+class _Sparse:
+    """What a resample reads of the intervals, kept sparse: an interval's steps and tokens sit
+    at the states of its two ends only (``j0``, ``j1``: ``k0``, ``k1``; slot 1 empty where they
+    are one), and its prompt tokens charged per state and band at a few entries (``c*``), as
+    are its prefill batches charged per state (``n*``). Dense (n, K) and (n, K, B) arrays made
+    each resample cost n × K × B on a long log with many counts. ``X``: the design."""
+    j0: np.ndarray
+    j1: np.ndarray
+    S0: np.ndarray
+    S1: np.ndarray
+    t0: np.ndarray
+    t1: np.ndarray
+    ci: np.ndarray
+    cj: np.ndarray
+    cb: np.ndarray
+    cv: np.ndarray
+    ni: np.ndarray
+    nj: np.ndarray
+    nv: np.ndarray
+    X: np.ndarray
+
+    @classmethod
+    def of(cls, w: _Windows) -> _Sparse:
+        n, K = len(w.T), len(w.states)
+        rows = np.arange(n)
+        j0, j1 = w.k0.astype(np.intp), w.k1.astype(np.intp)
+        two = j0 != j1
+        S0, t0 = w.S[rows, j0], w.tok[rows, j0]
+        S1 = np.where(two, w.S[rows, j1], 0.0)
+        t1 = np.where(two, w.tok[rows, j1], 0.0)
+        if not (np.allclose(S0 + S1, w.S.sum(1)) and np.allclose(t0 + t1, w.tok.sum(1))):
+            raise RuntimeError("window fit: an interval's steps outside its two ends' states")
+        ci, cb, cj = np.nonzero(w.charge[:, :, :K])     # (interval, band, state)
+        ni, nj = np.nonzero(w.Nch[:, :K])
+        return cls(j0, j1, S0, S1, t0, t1, ci, cj, cb, w.charge[ci, cb, cj], ni, nj,
+                   w.Nch[ni, nj], w.X())
+
+
 def _figures(w: _Windows, beta: np.ndarray, inl: np.ndarray,
-             weights: np.ndarray | None = None, charge: np.ndarray | None = None,
+             weights: np.ndarray | None = None, sp: _Sparse | None = None,
              parts: tuple | None = None) -> np.ndarray:
     """(K, 5): clean, served, aggregate per state, the state's seconds and decode seconds,
     over the intervals each counted ``weights`` times (a resample's counts; None: once each).
-    ``charge``: :func:`_charge_by_state` of ``w``, ``parts``: :func:`_per_interval` of
-    ``beta``, where the caller has them already."""
-    S, tok, dec, pre, f = _per_interval(w, beta, inl, charge) if parts is None else parts
+    ``sp``: :class:`_Sparse` of ``w``, ``parts``: :func:`_per_interval` of ``beta``, where
+    the caller has them already."""
+    sp = _Sparse.of(w) if sp is None else sp
+    S0, S1, t0, t1, d0, d1, pre_c, pre_n, f = \
+        _per_interval(w, beta, inl, sp) if parts is None else parts
+    K = len(w.states)
     wf = f if weights is None else weights * f
-    f_dec = wf @ dec                              # (K,) the observed decode seconds
-    secs = f_dec + wf @ pre
-    tk = tok.sum(0) if weights is None else weights @ tok
-    steps = S.sum(0) if weights is None else weights @ S
+    wt = np.ones(len(f)) if weights is None else weights
+
+    def by_state(x0: np.ndarray, x1: np.ndarray, v: np.ndarray) -> np.ndarray:
+        return (np.bincount(sp.j0, v * x0, minlength=K)
+                + np.bincount(sp.j1, v * x1, minlength=K))
+    f_dec = by_state(d0, d1, wf)                  # (K,) the observed decode seconds
+    secs = (f_dec + np.bincount(sp.cj, wf[sp.ci] * pre_c, minlength=K)
+            + np.bincount(sp.nj, wf[sp.ni] * pre_n, minlength=K))
+    tk = by_state(t0, t1, wt)
+    steps = by_state(S0, S1, wt)
     ks = np.array(w.states, float)
     with np.errstate(divide="ignore", invalid="ignore"):
         per_step = tk / (steps * ks)
@@ -562,76 +610,68 @@ def _figures(w: _Windows, beta: np.ndarray, inl: np.ndarray,
 
 
 def _per_interval(w: _Windows, beta: np.ndarray, inl: np.ndarray,
-                  charge: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
-    """Per interval under the terms ``beta``: steps and tokens per state (a mixed interval's
-    split by :func:`_split`), decode seconds and prompt seconds charged per state, and the
-    factor that shares its observed seconds out (idle and stalls count as the fit says)."""
+                  sp: _Sparse) -> tuple[np.ndarray, ...]:
+    """Per interval under the terms ``beta``: steps and tokens at its two ends' states (a
+    mixed interval's split by :func:`_split`), their decode seconds, the prompt seconds of
+    each charge entry of ``sp`` (tokens, then prefill batches), and the factor that shares its
+    observed seconds out (idle and stalls count as the fit says)."""
     beta = w.expand(beta)
     K, E, B = len(w.states), w.E, len(w.bands)
     a = beta[K + E:K + E + B]
     c = beta[K + E + B] if w.C else 0.0
     n = len(w.T)
-    # a step's time per window and state: its state's term plus the KV term at its depth
-    s = beta[:K][None, :] + (beta[K] * w.D[:, None] if E else np.zeros((n, 1)))
+    # a step's time per window at each end's state: its term plus the KV term at its depth
+    kv = beta[K] * w.D if E else np.zeros(n)
+    s0, s1 = beta[sp.j0] + kv, beta[sp.j1] + kv
     pre_total = (w.P @ a if len(a) else np.zeros(n)) + c * w.Nb
-    S, tok, T = _split(w, s, pre_total, w.S.copy(), w.tok.copy(), w.T.copy())
-    dec = S * s                                   # (n, K) decode seconds per state
-    model = dec.sum(1) + pre_total
+    S0, S1, t0, t1, T = _split(w, s0, s1, pre_total, sp)
+    d0, d1 = S0 * s0, S1 * s1                      # decode seconds at each end's state
+    model = d0 + d1 + pre_total
     f = np.where(inl & ~w.lone & ~w.edge & (model > 0), T / np.where(model > 0, model, 1), 1.0)
-    if len(a):   # the prompts charged to each state: (n, K, B) @ (B,)
-        ch = _charge_by_state(w) if charge is None else charge
-        pre = ch @ a + c * w.Nch[:, :K]
-    else:
-        pre = np.zeros_like(dec)
-    return S, tok, dec, pre, f
+    pre_c = sp.cv * a[sp.cb] if len(a) else np.zeros(len(sp.cv))
+    pre_n = c * sp.nv if len(a) else np.zeros(len(sp.nv))
+    return S0, S1, t0, t1, d0, d1, pre_c, pre_n, f
 
 
-def _charge_by_state(w: _Windows) -> np.ndarray:
-    """(n, K, B): the prompt tokens of each interval and depth band charged to each state."""
-    return np.ascontiguousarray(w.charge[:, :, :len(w.states)].transpose(0, 2, 1))
-
-
-def _split(w: _Windows, s: np.ndarray, pre: np.ndarray, S: np.ndarray, tok: np.ndarray,
-           T: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _split(w: _Windows, s0: np.ndarray, s1: np.ndarray, pre: np.ndarray, sp: _Sparse
+           ) -> tuple[np.ndarray, ...]:
     """An interval whose running count changed from k0 to k1: the steps at k0 (S0) and at
-    k1 that its seconds and tokens imply under the fitted step times (one unknown, one
-    equation); the even split stays where that has no solution in range."""
+    k1 that its seconds and tokens imply under the fitted step times ``s0``, ``s1`` (one
+    unknown, one equation); the even split stays where that has no solution in range.
+    Returns the steps and tokens at each end and the intervals' seconds."""
+    S0, S1, t0, t1, T = sp.S0, sp.S1, sp.t0, sp.t1, w.T
     mix = np.flatnonzero((w.k0 != w.k1) & ~w.split)
     if len(mix) == 0:
-        return S, tok, T
-    i0, i1 = w.k0[mix], w.k1[mix]
+        return S0, S1, t0, t1, T
+    S0, S1, t0, t1, T = S0.copy(), S1.copy(), t0.copy(), t1.copy(), T.copy()
     ks = np.array(w.states, float)
-    k0, k1, m = ks[i0], ks[i1], w.m[mix]
-    s0, s1 = s[mix, i0], s[mix, i1]
+    k0, k1, m = ks[sp.j0[mix]], ks[sp.j1[mix]], w.m[mix]
+    a0, a1 = s0[mix], s1[mix]
     with np.errstate(divide="ignore", invalid="ignore"):
         if w.engine == "sglang":
             N = float(DECODE_LOG_INTERVAL)
             whole = np.isfinite(w.thr[mix])
             thr = np.where(whole, w.thr[mix], 1.0)
             # whole-second stamps: T = m (k0 S0 + k1 (N - S0)) / thr = s0 S0 + s1 (N - S0) + pre
-            num = np.where(whole, pre[mix] + N * s1 - N * m * k1 / thr,
-                           T[mix] - N * s1 - pre[mix])
-            den = np.where(whole, m * (k0 - k1) / thr - s0 + s1, s0 - s1)
-            S0 = np.clip(num / den, 0, N)
-            ok = np.isfinite(S0) & (s0 > 0) & (s1 > 0)
-            S0 = np.where(ok, S0, N / 2)
-            S1 = N - S0
-            T[mix] = np.where(whole, m * (k0 * S0 + k1 * S1) / thr, T[mix])
+            num = np.where(whole, pre[mix] + N * a1 - N * m * k1 / thr,
+                           T[mix] - N * a1 - pre[mix])
+            den = np.where(whole, m * (k0 - k1) / thr - a0 + a1, a0 - a1)
+            x0 = np.clip(num / den, 0, N)
+            ok = np.isfinite(x0) & (a0 > 0) & (a1 > 0)
+            x0 = np.where(ok, x0, N / 2)
+            x1 = N - x0
+            T[mix] = np.where(whole, m * (k0 * x0 + k1 * x1) / thr, T[mix])
         else:
             # vLLM: k0 S0 + k1 S1 = request-steps R, s0 S0 + s1 S1 + pre = T
             R = w.G[mix] / m
-            S0 = (T[mix] - pre[mix] - s1 * R / k1) / (s0 - s1 * k0 / k1)
-            S0 = np.clip(S0, 0, R / k0)
-            ok = np.isfinite(S0) & (s0 > 0) & (s1 > 0)
-            S0 = np.where(ok, S0, R / (k0 + k1))
-            S1 = (R - k0 * S0) / k1
-    S[mix] = 0.0
-    tok[mix] = 0.0
-    S[mix, i0] += S0
-    S[mix, i1] += S1
-    tok[mix, i0] += S0 * k0 * m
-    tok[mix, i1] += S1 * k1 * m
-    return S, tok, T
+            x0 = (T[mix] - pre[mix] - a1 * R / k1) / (a0 - a1 * k0 / k1)
+            x0 = np.clip(x0, 0, R / k0)
+            ok = np.isfinite(x0) & (a0 > 0) & (a1 > 0)
+            x0 = np.where(ok, x0, R / (k0 + k1))
+            x1 = (R - k0 * x0) / k1
+    S0[mix], S1[mix] = x0, x1
+    t0[mix], t1[mix] = x0 * k0 * m, x1 * k1 * m
+    return S0, S1, t0, t1, T
 
 
 @dataclass
@@ -670,31 +710,49 @@ class _Run:
             return np.nanpercentile(self.boots, 97.5, axis=0)
 
 
+def _weighted_solver(w: _Windows, X: np.ndarray, inl: np.ndarray):  # noqa: ANN202
+    """The terms fitted on a resample given as counts per interval (the inliers the fit
+    takes, each as often as drawn): the same least-squares problem as :func:`_solve` on the
+    drawn rows, each distinct row once with its weight √count (about two thirds of the rows
+    of a resample are distinct, so the copy and the factoring shrink by a third)."""
+    rows = np.flatnonzero(inl & w.fit)
+    Xr, Tr = X[rows], w.T[rows]
+
+    def solve(counts: np.ndarray) -> np.ndarray:
+        c = counts[rows]
+        u = np.flatnonzero(c)
+        r = np.sqrt(c[u])
+        beta, *_ = np.linalg.lstsq(Xr[u] * r[:, None], Tr[u] * r, rcond=None)
+        return beta
+    return solve
+
+
 def _run(w: _Windows) -> _Run:
     beta, inl = _fit(w)
     if w.engine == "vllm" and w.snaps is not None and len(w.snaps) and w.bands:
         _charge_decoding(w, max(float(beta[w.n_step + w.E]), 0.0))
     allidx = np.arange(len(w.T))
-    charge, X = _charge_by_state(w), w.X()   # w no longer changes: read once for every resample
-    est = _figures(w, beta, inl, charge=charge)
+    sp = _Sparse.of(w)   # w no longer changes: read once for every resample
+    X = sp.X
+    est = _figures(w, beta, inl, sp=sp)
     rng = np.random.default_rng(SEED)
     K = len(w.states)
     boots = np.full((REPS, K, 5), np.nan)
     held = np.full((REPS, K, 5), np.nan)
     bb = np.full((REPS, len(beta)), np.nan)
+    solve = _weighted_solver(w, X, inl)
     for r in range(REPS):
         idx = rng.choice(allidx, len(allidx))
-        bi = idx[inl[idx]]   # the resampled inliers
-        if len(bi) < 2:
+        counts = np.bincount(idx, minlength=len(allidx))
+        if counts[inl].sum() < 2:   # fewer than two resampled inliers
             continue
-        b = _solve(w, bi, X)
+        b = solve(counts)
         if b is not None:
             bb[r] = b
-            parts = _per_interval(w, b, inl, charge)
-            boots[r] = _figures(w, b, inl, np.bincount(idx, minlength=len(allidx)),
-                                parts=parts)
+            parts = _per_interval(w, b, inl, sp)
+            boots[r] = _figures(w, b, inl, counts, sp=sp, parts=parts)
             if w.engine == "sglang":   # only SGLang's identification reads it (_reasons)
-                held[r] = _figures(w, b, inl, parts=parts)
+                held[r] = _figures(w, b, inl, sp=sp, parts=parts)
     return _Run(w, beta, inl, est, boots, bb, held)
 
 
