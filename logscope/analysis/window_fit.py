@@ -211,6 +211,18 @@ def _bands(depths: np.ndarray) -> list[tuple[int, int]]:
     return list(zip(edges[:-1], edges[1:], strict=False))
 
 
+def _sorted_groups(df: pl.DataFrame, keys: tuple[str, ...]):  # noqa: ANN202
+    """(key, rows as dicts) of each run of equal ``keys`` in ``df``, which is sorted by them:
+    the rows read once, where a ``group_by`` iteration gathered every group apart (tens of
+    thousands of engines and server runs in a long log)."""
+    rows = df.rows(named=True)
+    start = 0
+    for i in range(1, len(rows) + 1):
+        if i == len(rows) or any(rows[i][k] != rows[start][k] for k in keys):
+            yield tuple(rows[start][k] for k in keys), rows[start:i]
+            start = i
+
+
 def _sglang(logs) -> _Windows | None:
     db, pb = table(logs, "decode_batch"), table(logs, "prefill_batch")
     if db is None or "gen_throughput" not in db.columns:
@@ -237,10 +249,10 @@ def _sglang(logs) -> _Windows | None:
                                                               "line")
     exact_t = basis == "s" and (resolution_s(logs) or 1.0) < 1.0
     rows = []   # (T, k0, k1, m, prefills[(new, depth, running)])
-    for _f, g in df.group_by("file", "srv", "slot", maintain_order=True):  # each DP rank's own
+    for _f, g in _sorted_groups(df, ("file", "srv", "slot")):  # each DP rank's own
         prev = None
         pend: list[tuple[int, float, int]] = []
-        for r in g.iter_rows(named=True):
+        for r in g:
             if r["k"] == "p":
                 if r["new"]:
                     c = r["cached"] or 0
@@ -314,9 +326,8 @@ def _vllm(logs) -> _Windows | None:
                for f, xs in by_file.items()}
     edges: list[tuple[bool, bool]] = []   # per row: starts after idle, ends before idle
     snaps: list[tuple[int, int, float, float, float]] = []
-    for _f, g in df.group_by("file", "srv", "slot", maintain_order=True):  # each engine's own
+    for _f, gl in _sorted_groups(df, ("file", "srv", "slot")):  # each engine's own
         prev_t, prev_run, prev_kv = None, 0, None
-        gl = g.rows(named=True)
         interval = per_run[_f]
         # a line comes a little after each interval (the API server's log loop), so
         # whole-second stamps now and then show one second more than the interval: not idle
@@ -351,7 +362,7 @@ def _vllm(logs) -> _Windows | None:
             pend = [(pro, 0.0, 0 if (k0 == 0 or max_run <= 1) else min(ka, kb))] \
                 if pro > 0 else []
             rows.append((T, ka, kb, m, gen, pend, float("nan"),
-                         float(np.mean(kvs)) if kvs else 0.0))
+                         float(sum(kvs) / len(kvs)) if kvs else 0.0))
             edges.append((k0 == 0, ends_idle))
             # for the pooled model: `Running` at both ends and the prompt tokens of the
             # intervals either side of each snapshot (a request prefilling at a snapshot
@@ -765,22 +776,24 @@ def _charge_decoding(w: _Windows, a: float) -> None:
     states' as-served figures only."""
     k0, k1, rho0, rho1 = _snap_prefilling(w, a)
     d = np.minimum(np.maximum(k0 - rho0, 0.0), np.maximum(k1 - rho1, 0.0))
-    K = len(w.states)
+    K, B = len(w.states), w.charge.shape[1]
+    tot = w.charge[:, :, :K].sum(2)               # (n, B) the interval's prompt tokens
+    rows = np.flatnonzero(tot.any(1))
+    if not len(rows):
+        return
+    lo = np.floor(d[rows]).astype(np.intp)
+    hi_w = d[rows] - lo
     ki = {k: i for i, k in enumerate(w.states)}
-    for i in range(len(w.T)):
-        tot = w.charge[i, :, :K].sum(1)
-        if not tot.any():
-            continue
-        lo = int(np.floor(d[i]))
-        hi_w = d[i] - lo
-        w.charge[i, :, :K] = 0.0
-        for k, wt in ((lo, 1.0 - hi_w), (lo + 1, hi_w)):
-            if wt <= 0:
-                continue
-            col = ki.get(k, K) if k > 0 else K
-            if k > 0 and k not in ki:   # a count no interval ended on: the nearest that did
-                col = ki[min(w.states, key=lambda x: abs(x - k))]
-            w.charge[i, :, col] += wt * tot
+    # the column of each whole count: none for 0, a count no interval ended on the nearest
+    # that did
+    col = np.array([K] + [ki[k] if k in ki else ki[min(w.states, key=lambda x: abs(x - k))]
+                          for k in range(1, int(lo.max()) + 2)], dtype=np.intp)
+    tr = tot[rows]
+    w.charge[rows, :, :K] = 0.0
+    for k, wt in ((lo, 1.0 - hi_w), (lo + 1, hi_w)):
+        on = wt > 0
+        np.add.at(w.charge, (rows[on][:, None], np.arange(B)[None, :], col[k[on]][:, None]),
+                  wt[on][:, None] * tr[on])
 
 
 def _snap_prefilling(w: _Windows, a: float) -> tuple[np.ndarray, ...]:
