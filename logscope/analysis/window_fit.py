@@ -535,16 +535,18 @@ def _fit(w: _Windows) -> tuple[np.ndarray, np.ndarray]:
 def _fit_once(w: _Windows) -> tuple[np.ndarray, np.ndarray]:
     inl = np.ones(len(w.T), bool)
     beta = None
+    X = w.X()   # w does not change here: the design read once
     for _ in range(6):
-        beta = _solve(w, np.flatnonzero(inl))
-        z = w.T - w.X() @ beta
+        beta = _solve(w, np.flatnonzero(inl), X)
+        fitted = X @ beta
+        z = w.T - fitted
         ref = inl & w.fit
         if not ref.any():
             break
         med = np.median(z[ref])
         mad = 1.4826 * np.median(np.abs(z[ref] - med)) or 1e-9
         # idle or a stall: far above the others and more than the fitted time itself
-        new = (z - med <= OUTLIER_SIGMA * mad) | (z <= IDLE_FACTOR * (w.X() @ beta))
+        new = (z - med <= OUTLIER_SIGMA * mad) | (z <= IDLE_FACTOR * fitted)
         if (new == inl).all():
             break
         inl = new
