@@ -1191,9 +1191,14 @@ def _decoding_seconds(w: _Windows) -> np.ndarray:
     if not len(clear):
         return T
     out = T.copy()
-    for i in np.flatnonzero(w.lone & (steps > 0)):
-        j = clear[np.argmin(np.abs(clear - i) + (clear < i) * 0.5)]   # nearest; after on a tie
-        out[i] = min(T[i], T[j] / steps[j] * steps[i])
+    lone = np.flatnonzero(w.lone & (steps > 0))
+    # the nearest interval without a lone prompt; the one after on a tie
+    at = np.searchsorted(clear, lone)
+    after = clear[np.minimum(at, len(clear) - 1)]
+    before = clear[np.maximum(at - 1, 0)]
+    use_after = (at < len(clear)) & ((at == 0) | (after - lone <= lone - before))
+    j = np.where(use_after, after, before)
+    out[lone] = np.minimum(T[lone], T[j] / steps[j] * steps[lone])
     return out
 
 
@@ -1278,16 +1283,20 @@ def _window_spans(logs) -> pl.DataFrame | None:
         per_run = run_intervals(es.select(pl.col("file").cast(pl.String), "run", "slot", "t"),
                                 resolution_s(logs) or 0.0)
         runs: dict[tuple, list] = {}   # each engine's busy stretch; a run spans their union
-        for (f, r, e), run in act.group_by("file", "run", "slot", maintain_order=True):
+        g = pl.col("gen_throughput").fill_null(0).cast(pl.Float64)
+        edges = act.group_by("file", "run", "slot", maintain_order=True).agg(
+            pl.col("t").min().alias("tmin"), pl.col("t").max().alias("tmax"),
+            pl.len().alias("n"), g.first().alias("g0"), g.slice(1, 1).first().alias("g1"),
+            g.slice(-2, 1).first().alias("g_2"), g.last().alias("g_1"))
+        for f, r, e, tmin, tmax, n, g0, g1, g_2, g_1 in edges.iter_rows():
             T = per_run.get((str(f), r, e), float(w.T[0]))
-            g = run["gen_throughput"].fill_null(0).to_numpy()
-            t0, t1 = float(run["t"].min()) - T, float(run["t"].max())
-            if len(g) >= 3:
-                if g[1] > 0:
-                    t0 += T - min(T, T * g[0] / g[1])
-                if g[-2] > 0:
-                    t1 -= T - min(T, T * g[-1] / g[-2])
-            runs.setdefault((str(f), r), []).append((t0, t1, len(g) >= 3))
+            t0, t1 = float(tmin) - T, float(tmax)
+            if n >= 3:
+                if g1 > 0:
+                    t0 += T - min(T, T * g0 / g1)
+                if g_2 > 0:
+                    t1 -= T - min(T, T * g_1 / g_2)
+            runs.setdefault((str(f), r), []).append((t0, t1, n >= 3))
         rows = [(f, r, max(x[1] for x in v) - min(x[0] for x in v), all(x[2] for x in v))
                 for (f, r), v in runs.items()]
     else:
