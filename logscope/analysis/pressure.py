@@ -99,7 +99,8 @@ def pressure_summary(logs) -> dict:
     """Counts per kind, peak KV usage and queue, and a ``message`` when there is no data."""
     ev = pressure_events(logs)
     tl = pressure_timeline(logs)
-    counts = {k: int(v) for k, v in ev.group_by("kind").agg(pl.col("count").sum()).iter_rows()}
+    counts = {k: int(v) for k, v in   # by kind's name: the same order on every run
+              ev.group_by("kind").agg(pl.col("count").sum()).sort("kind").iter_rows()}
     has_kv = tl.height > 0 and tl["kv_usage"].null_count() < tl.height
     has_q = tl.height > 0 and tl["queued"].null_count() < tl.height
     out = {"events": counts, "retracted": counts.get("retract", 0),

@@ -166,9 +166,13 @@ def _with_overlap(allreq: pl.DataFrame, req: pl.DataFrame) -> pl.DataFrame:
 
     shared = np.zeros(req.height, dtype=bool)
     idx = req.with_row_index("_i")
+    # each (file, run)'s requests, split once (a long log has tens of thousands of runs)
+    by_run = allreq.drop_nulls(["t_start", "t_end"]).partition_by(
+        ["file", "run"], as_dict=True)
     for (file, run), g in idx.group_by(["file", "run"]):
-        a = allreq.filter((pl.col("file") == file) & (pl.col("run") == run)).drop_nulls(
-            ["t_start", "t_end"])
+        a = by_run.get((file, run))
+        if a is None or file is None or run is None:   # no request of that run is timed
+            continue
         starts, ends = np.sort(a["t_start"].to_numpy()), np.sort(a["t_end"].to_numpy())
         g = g.drop_nulls(["t_start", "t_end"])
         n = (np.searchsorted(starts, g["t_end"].to_numpy(), side="left")

@@ -68,6 +68,7 @@ cures it; the figures are null.
 from __future__ import annotations
 
 import copy
+import functools
 import math
 import warnings
 from dataclasses import dataclass, field
@@ -710,13 +711,13 @@ class _Run:
             lo, hi = np.nanpercentile(self.held[:, :, 0], [2.5, 97.5], axis=0)
         return hi - lo
 
-    @property
-    def lo(self) -> np.ndarray:
+    @functools.cached_property
+    def lo(self) -> np.ndarray:   # read by every state's row and check: computed once
         with np.errstate(invalid="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             return np.nanpercentile(self.boots, 2.5, axis=0)
 
-    @property
+    @functools.cached_property
     def hi(self) -> np.ndarray:
         with np.errstate(invalid="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
