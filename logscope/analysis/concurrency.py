@@ -222,11 +222,20 @@ def _llama_states(logs, ph: pl.DataFrame, lab: str) -> tuple[pl.DataFrame, pl.Da
                 sample_rows.append((lab, file, run, r["slot"], r["task"], "request", kk, jj,
                                     float(tk), float(sec), tk / sec if sec > 0 else None,
                                     None if r["gen_tokens"] is not None else CUT))
-        seg_parts.append(pl.DataFrame({
-            "label": lab, "file": file, "run": run, "t0": cuts[:-1], "t1": cuts[1:],
-            "decoding": k, "prefilling": j, "state": state, "busy": busy, "tokens": tokens,
-            "seconds": width}).cast(STATES_SCHEMA))
-    segs = pl.concat(seg_parts) if seg_parts else pl.DataFrame(schema=STATES_SCHEMA)
+        seg_parts.append((file, run, cuts, k, j, state, busy, tokens, width))
+    if not seg_parts:
+        segs = pl.DataFrame(schema=STATES_SCHEMA)
+    else:   # one frame of every run's segments (a frame per run costs more than its rows)
+        n = [len(p[3]) for p in seg_parts]
+        segs = pl.DataFrame({
+            "label": [lab] * sum(n),
+            "file": np.repeat(np.array([p[0] for p in seg_parts], dtype=object), n),
+            "run": np.repeat(np.array([p[1] for p in seg_parts], dtype=np.int64), n),
+            "t0": np.concatenate([p[2][:-1] for p in seg_parts]),
+            "t1": np.concatenate([p[2][1:] for p in seg_parts]),
+            **{c: np.concatenate([p[i] for p in seg_parts])
+               for i, c in ((3, "decoding"), (4, "prefilling"), (5, "state"), (6, "busy"),
+                            (7, "tokens"), (8, "seconds"))}}).cast(STATES_SCHEMA)
     return _merge(segs), pl.DataFrame(sample_rows, schema=SAMPLE_SCHEMA, orient="row")
 
 
@@ -257,8 +266,8 @@ def _window_states(logs, lab: str) -> tuple[pl.DataFrame, pl.DataFrame]:
                     pl.lit("decode").alias("state"), pl.col("decoding").alias("busy"),
                     "tokens", "seconds")
     if tl.height:
-        span = tl.group_by("file", "run").agg((pl.col("t1").max() - pl.col("t0").min())
-                                               .alias("_span"))
+        span = tl.group_by("file", "run", maintain_order=True).agg(   # the same order each run
+            (pl.col("t1").max() - pl.col("t0").min()).alias("_span"))
         from logscope.analysis.window_fit import window_spans
         ws = window_spans(logs)
         if ws is not None:   # the run's span as served throughput reads it, where longer
@@ -427,6 +436,30 @@ def _dominant(s: pl.DataFrame) -> pl.DataFrame:
         .cast({"file": pl.String, "run": pl.Int32}))
 
 
+def _others_max(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Per request of one server run (starts ``a``, ends ``b``): the most other requests in
+    progress at once during its life, from the in-progress count just after each start or end
+    inside [start, end) (ends before starts at one instant); 0 for a request no event falls in."""
+    if np.isnan(a).any() or np.isnan(b).any():   # an open request: read one by one
+        ev = sorted([(x, 1) for x in a] + [(y, -1) for y in b], key=lambda e: (e[0], e[1]))
+        times = np.array([e[0] for e in ev])
+        level = np.cumsum([e[1] for e in ev])
+        out = np.zeros(len(a), dtype=np.int64)
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            lo, hi = np.searchsorted(times, x, "left"), np.searchsorted(times, y, "left")
+            out[i] = max((int(level[lo:hi].max()) if hi > lo else 1) - 1, 0)
+        return out
+    times = np.concatenate([a, b])
+    step = np.concatenate([np.ones(len(a), np.int64), -np.ones(len(b), np.int64)])
+    order = np.lexsort((step, times))   # by time, an end before a start at the same time
+    times, level = times[order], np.cumsum(step[order])
+    lo, hi = np.searchsorted(times, a, "left"), np.searchsorted(times, b, "left")
+    ext = np.append(level, 0)   # lets a range end at the last event
+    spans = np.maximum.reduceat(ext, np.column_stack([lo, hi]).ravel())[::2]
+    m = np.where(hi > lo, spans, 1)
+    return np.maximum(m - 1, 0)
+
+
 def request_concurrency(logs, label: str | None = None,
                         ph_states: tuple | None = None) -> pl.DataFrame:
     """Per llama-server request: the state it decoded in most (``decoding``), ``alone`` and
@@ -440,20 +473,13 @@ def request_concurrency(logs, label: str | None = None,
     ph = _phases(logs)
     if ph is None or ph.height == 0:
         return pl.DataFrame(schema=REQUEST_SCHEMA)
-    s = (ph_states or _llama_states(logs, ph, lab))[1]
+    s = (ph_states or _states(logs, lab))[1]   # the states read once per ingest and label
     dom = _dominant(s).drop("prefilling")
     others = np.zeros(ph.height, dtype=np.int64)
     idx = ph.with_row_index("_i")
     for _, g in idx.group_by(["file", "run"]):
         a, b = g["t_start"].to_numpy(), g["t_end"].to_numpy()
-        ev = sorted([(x, 1) for x in a] + [(y, -1) for y in b], key=lambda e: (e[0], e[1]))
-        times = np.array([e[0] for e in ev])
-        level = np.cumsum([e[1] for e in ev])
-        for i, x, y in zip(g["_i"], a, b, strict=True):
-            # in-progress count just after each event inside (x, y), and at x itself
-            lo, hi = np.searchsorted(times, x, "left"), np.searchsorted(times, y, "left")
-            m = int(level[lo:hi].max()) if hi > lo else 1
-            others[i] = max(m - 1, 0)
+        others[g["_i"].to_numpy()] = _others_max(a, b)
     out = ph.with_columns(pl.Series("others_max", others)).join(
         dom.cast({"file": pl.String, "run": pl.Int32}), on=KEY, how="left")
     return out.select(*KEY, "decoding", pl.col("alone").fill_null(False), "others_max",

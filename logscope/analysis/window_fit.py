@@ -585,7 +585,8 @@ class _Sparse:
         S0, t0 = w.S[rows, j0], w.tok[rows, j0]
         S1 = np.where(two, w.S[rows, j1], 0.0)
         t1 = np.where(two, w.tok[rows, j1], 0.0)
-        if not (np.allclose(S0 + S1, w.S.sum(1)) and np.allclose(t0 + t1, w.tok.sum(1))):
+        if not (np.allclose(S0 + S1, w.S.sum(1), equal_nan=True)
+                and np.allclose(t0 + t1, w.tok.sum(1), equal_nan=True)):   # _assemble's rule
             raise RuntimeError("window fit: an interval's steps outside its two ends' states")
         ci, cb, cj = np.nonzero(w.charge[:, :, :K])     # (interval, band, state)
         ni, nj = np.nonzero(w.Nch[:, :K])
