@@ -229,8 +229,8 @@ def _llama_states(logs, ph: pl.DataFrame, lab: str) -> tuple[pl.DataFrame, pl.Da
         n = [len(p[3]) for p in seg_parts]
         segs = pl.DataFrame({
             "label": [lab] * sum(n),
-            "file": np.repeat(np.array([p[0] for p in seg_parts], dtype=object), n),
-            "run": np.repeat(np.array([p[1] for p in seg_parts], dtype=np.int64), n),
+            "file": [p[0] for p, m in zip(seg_parts, n, strict=True) for _ in range(m)],
+            "run": [p[1] for p, m in zip(seg_parts, n, strict=True) for _ in range(m)],
             "t0": np.concatenate([p[2][:-1] for p in seg_parts]),
             "t1": np.concatenate([p[2][1:] for p in seg_parts]),
             **{c: np.concatenate([p[i] for p in seg_parts])
