@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import numpy as np
 import polars as pl
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import logscope
 from logscope.analysis.concurrency import (
     STATES,
+    _others_max,
     concurrency,
     decode_samples,
     request_concurrency,
@@ -211,3 +215,27 @@ def test_a_routers_children_are_servers_of_their_own():
     c = concurrency(logs)
     assert c["decoding"].max() <= 2
     assert states(logs)["tokens"].sum() == pytest.approx(req["gen_tokens"].sum(), rel=1e-9)
+
+
+def _others_max_one_by_one(starts, ends):
+    """Per request, the straightforward reading: the events of the run in order (an end
+    before a start at the same instant), the in-progress count just after each event from
+    the request's start to its end, its maximum less the request itself."""
+    ev = sorted([(x, 1) for x in starts] + [(y, -1) for y in ends])
+    times = np.array([t for t, _ in ev])
+    level = np.cumsum([d for _, d in ev])
+    out = []
+    for x, y in zip(starts, ends, strict=True):
+        lo, hi = np.searchsorted(times, x, "left"), np.searchsorted(times, y, "left")
+        out.append(max((int(level[lo:hi].max()) if hi > lo else 1) - 1, 0))
+    return out
+
+
+@given(st.lists(st.tuples(st.integers(0, 30), st.integers(0, 10)), min_size=1, max_size=12))
+@settings(max_examples=300, deadline=None)
+def test_others_in_progress_by_one_sweep_equal_the_search_per_request(reqs):
+    """The sorted sweep that replaced two searches per request gives the same count per
+    request (ties at an instant included: ends first; a request of no length)."""
+    starts = np.array([float(s) for s, _ in reqs])
+    ends = np.array([float(s + d) for s, d in reqs])
+    assert _others_max(starts, ends).tolist() == _others_max_one_by_one(starts, ends)
