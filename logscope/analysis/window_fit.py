@@ -108,6 +108,58 @@ PREFILL_FIT_SCHEMA = {"label": pl.String, "depth_lo": pl.Int64, "depth_hi": pl.I
 
 
 @dataclass
+class _Charge:
+    """Prompt tokens per (interval ``i``, depth band ``b``, state charged ``j``; ``j`` = K:
+    none), kept as entries: an interval charges one or two states in one or two bands, so a
+    dense (n, B, K + 1) array was mostly zeros, and each model's copy of the windows copied
+    it. Entries are kept summed per key and sorted by (i, b, j)."""
+    i: np.ndarray
+    b: np.ndarray
+    j: np.ndarray
+    v: np.ndarray
+
+    @classmethod
+    def of(cls, i, b, j, v) -> _Charge:  # noqa: ANN001 - array-likes
+        """The entries, each key's values summed in the order given."""
+        i, b, j = (np.asarray(x, dtype=np.intp) for x in (i, b, j))
+        v = np.asarray(v, dtype=float)
+        if not len(v):
+            return cls(i, b, j, v)
+        shape = (int(i.max()) + 1, int(b.max()) + 1, int(j.max()) + 1)
+        key = np.ravel_multi_index((i, b, j), shape)
+        uniq, inv = np.unique(key, return_inverse=True)
+        ui, ub, uj = np.unravel_index(uniq, shape)
+        return cls(ui.astype(np.intp), ub.astype(np.intp), uj.astype(np.intp),
+                   np.bincount(inv, v, minlength=len(uniq)))
+
+    def bands(self, keep, into: dict[int, int] | None = None) -> _Charge:  # noqa: ANN001
+        """Band ``src`` added to band ``into[src]`` first, then the bands ``keep`` kept
+        (renumbered in that order)."""
+        b = self.b.copy()
+        for src, to in (into or {}).items():
+            b[self.b == src] = to
+        pos = np.full(max(int(b.max()) + 1 if len(b) else 0, max(keep, default=-1) + 1), -1)
+        pos[list(keep)] = np.arange(len(keep))
+        on = pos[b] >= 0 if len(b) else np.zeros(0, bool)
+        return _Charge.of(self.i[on], pos[b[on]], self.j[on], self.v[on])
+
+    def scaled(self, f: np.ndarray) -> _Charge:
+        """vLLM: each interval's share ``1 - f`` kept, the share ``f`` moved to the interval
+        before (a prompt's time that ran there)."""
+        back = self.i >= 1
+        return _Charge.of(np.concatenate([self.i, self.i[back] - 1]),
+                          np.concatenate([self.b, self.b[back]]),
+                          np.concatenate([self.j, self.j[back]]),
+                          np.concatenate([self.v * (1 - f[self.i]),
+                                          self.v[back] * f[self.i[back]]]))
+
+    def states(self, K: int) -> tuple[np.ndarray, ...]:
+        """(i, j, b, tokens) of the entries charged to a state (not to none)."""
+        on = self.j < K
+        return self.i[on], self.j[on], self.b[on], self.v[on]
+
+
+@dataclass
 class _Windows:
     """One row per interval: its seconds, steps per state, prompt tokens per depth band and
     per (band, state charged), tokens per state."""
@@ -118,7 +170,7 @@ class _Windows:
     S: np.ndarray                  # (n, K) forward steps per state
     tok: np.ndarray                # (n, K) tokens generated per state
     P: np.ndarray                  # (n, B) prompt tokens per band
-    charge: np.ndarray             # (n, B, K) SGLang: prompt tokens per band charged to state
+    charge: _Charge                # prompt tokens per interval, band and state charged
     depth: np.ndarray              # (B,) token-weighted mid depth per band
     k0: np.ndarray                 # (n,) state index at the interval's start
     k1: np.ndarray                 # (n,) state index at its end
@@ -402,7 +454,8 @@ def _assemble(engine: str, rows: list, depths: np.ndarray, steps_known: bool) ->
     n, K, B = len(rows), len(states), len(bands)
     T = np.zeros(n)
     S, tok = np.zeros((n, K)), np.zeros((n, K))
-    P, charge = np.zeros((n, B)), np.zeros((n, B, K + 1))
+    P = np.zeros((n, B))
+    ch: list[tuple[int, int, int, float]] = []   # (interval, band, state charged, tokens)
     dsum, dtok = np.zeros(B), np.zeros(B)
     k0a, k1a, ma, thra, Ga, Da = (np.zeros(n, int), np.zeros(n, int), np.zeros(n),
                                   np.zeros(n), np.zeros(n), np.zeros(n))
@@ -442,34 +495,36 @@ def _assemble(engine: str, rows: list, depths: np.ndarray, steps_known: bool) ->
             dsum[b] += new * d
             dtok[b] += new
             # the state charged: the running count printed on the prefill line (0: none)
-            charge[i, b, ki.get(run, K) if run > 0 else K] += new
+            ch.append((i, b, ki.get(run, K) if run > 0 else K, new))
             if engine == "sglang":
                 Nb[i] += 1
                 Nch[i, ki.get(run, K)] += 1
                 nbb[b] += 1
+    charge = _Charge.of(*(zip(*ch, strict=True) if ch else ([], [], [], [])))
     # depth bands held by too few intervals join the band below (or above, for the first)
     keep = [j for j in range(B) if (P[:, j] > 0).sum() >= MIN_BAND_WINDOWS]
     if engine == "sglang" and keep and len(keep) < B:
+        into: dict[int, int] = {}
         for j in range(B):
             if j in keep or dtok[j] == 0:
                 continue
             to = max([x for x in keep if x < j], default=min(keep))
             P[:, to] += P[:, j]
-            charge[:, to] += charge[:, j]
+            into[j] = to
             nbb[to] += nbb[j]
             dsum[to] += dsum[j]
             dtok[to] += dtok[j]
             lo = min(bands[to][0], bands[j][0])
             bands[to] = (lo, max(bands[to][1], bands[j][1]))
-        P, charge, nbb = P[:, keep], charge[:, keep], nbb[keep]
+        P, charge, nbb = P[:, keep], charge.bands(keep, into), nbb[keep]
         bands, dsum, dtok = [bands[j] for j in keep], dsum[keep], dtok[keep]
     live = dtok > 0 if engine == "sglang" else np.array([P.sum() > 0])
     if engine == "sglang":
-        P, charge, nbb = P[:, live], charge[:, live], nbb[live]
+        P, charge, nbb = P[:, live], charge.bands(np.flatnonzero(live)), nbb[live]
         bands = [b for b, x in zip(bands, live, strict=True) if x]
         dsum, dtok = dsum[live], dtok[live]
     elif not live[0]:
-        P, charge, bands, nbb = P[:, :0], charge[:, :0], [], nbb[:0]
+        P, charge, bands, nbb = P[:, :0], charge.bands([]), [], nbb[:0]
         dsum, dtok = dsum[:0], dtok[:0]
     return _Windows(engine, states, bands, T, S, tok, P, charge,
                     np.where(dtok > 0, dsum / np.maximum(dtok, 1), 0.0),
@@ -500,12 +555,11 @@ def _merge_band(w: _Windows, j: int) -> None:
     tot = w.P[:, [j, to]].sum()
     w.depth[to] = (w.depth[to] * w.P[:, to].sum() + w.depth[j] * w.P[:, j].sum()) / tot
     w.P[:, to] += w.P[:, j]
-    w.charge[:, to] += w.charge[:, j]
     w.nbb[to] += w.nbb[j]
     lo, hi = min(w.bands[to][0], w.bands[j][0]), max(w.bands[to][1], w.bands[j][1])
     w.bands[to] = (lo, hi)
     keep = [x for x in range(len(w.bands)) if x != j]
-    w.P, w.charge, w.depth = w.P[:, keep], w.charge[:, keep], w.depth[keep]
+    w.P, w.charge, w.depth = w.P[:, keep], w.charge.bands(keep, {j: to}), w.depth[keep]
     w.nbb = w.nbb[keep]
     w.bands = [w.bands[x] for x in keep]
 
@@ -528,7 +582,7 @@ def _fit(w: _Windows) -> tuple[np.ndarray, np.ndarray]:
             _merge_band(w, int(bad[0]))
             continue
         w.notes.append("prompt time not identified beside the decode steps: left at zero")
-        w.P, w.charge, w.bands = w.P[:, :0], w.charge[:, :0], []
+        w.P, w.charge, w.bands = w.P[:, :0], w.charge.bands([]), []
         w.depth, w.nbb = w.depth[:0], w.nbb[:0]
         w.Nb, w.Nch = np.zeros_like(w.Nb), np.zeros_like(w.Nch)
 
@@ -588,10 +642,9 @@ class _Sparse:
         if not (np.allclose(S0 + S1, w.S.sum(1), equal_nan=True)
                 and np.allclose(t0 + t1, w.tok.sum(1), equal_nan=True)):   # _assemble's rule
             raise RuntimeError("window fit: an interval's steps outside its two ends' states")
-        ci, cb, cj = np.nonzero(w.charge[:, :, :K])     # (interval, band, state)
+        ci, cj, cb, cv = w.charge.states(K)
         ni, nj = np.nonzero(w.Nch[:, :K])
-        return cls(j0, j1, S0, S1, t0, t1, ci, cj, cb, w.charge[ci, cb, cj], ni, nj,
-                   w.Nch[ni, nj], w.X())
+        return cls(j0, j1, S0, S1, t0, t1, ci, cj, cb, cv, ni, nj, w.Nch[ni, nj], w.X())
 
 
 def _figures(w: _Windows, beta: np.ndarray, inl: np.ndarray,
@@ -780,24 +833,27 @@ def _charge_decoding(w: _Windows, a: float) -> None:
     states' as-served figures only."""
     k0, k1, rho0, rho1 = _snap_prefilling(w, a)
     d = np.minimum(np.maximum(k0 - rho0, 0.0), np.maximum(k1 - rho1, 0.0))
-    K, B = len(w.states), w.charge.shape[1]
-    tot = w.charge[:, :, :K].sum(2)               # (n, B) the interval's prompt tokens
-    rows = np.flatnonzero(tot.any(1))
-    if not len(rows):
+    K, ch = len(w.states), w.charge
+    ci, _cj, cb, cv = ch.states(K)
+    if not len(cv):
         return
-    lo = np.floor(d[rows]).astype(np.intp)
-    hi_w = d[rows] - lo
+    # the interval's prompt tokens per band, over the states they were charged to
+    key, inv = np.unique(np.column_stack([ci, cb]), axis=0, return_inverse=True)
+    tot = np.bincount(inv.ravel(), cv, minlength=len(key))
+    ti, tb = key[:, 0], key[:, 1]
+    lo = np.floor(d[ti]).astype(np.intp)
+    hi_w = d[ti] - lo
     ki = {k: i for i, k in enumerate(w.states)}
     # the column of each whole count: none for 0, a count no interval ended on the nearest
     # that did
     col = np.array([K] + [ki[k] if k in ki else ki[min(w.states, key=lambda x: abs(x - k))]
                           for k in range(1, int(lo.max()) + 2)], dtype=np.intp)
-    tr = tot[rows]
-    w.charge[rows, :, :K] = 0.0
+    none = ch.j >= K
+    parts = [(ch.i[none], ch.b[none], ch.j[none], ch.v[none])]
     for k, wt in ((lo, 1.0 - hi_w), (lo + 1, hi_w)):
         on = wt > 0
-        np.add.at(w.charge, (rows[on][:, None], np.arange(B)[None, :], col[k[on]][:, None]),
-                  wt[on][:, None] * tr[on])
+        parts.append((ti[on], tb[on], col[k[on]], wt[on] * tot[on]))
+    w.charge = _Charge.of(*(np.concatenate(x) for x in zip(*parts, strict=True)))
 
 
 def _snap_prefilling(w: _Windows, a: float) -> tuple[np.ndarray, ...]:
@@ -837,7 +893,7 @@ def _settle(w: _Windows, pooled: bool) -> _Windows:
     p.pooled = pooled
     if p.snaps is None or not len(p.snaps):
         return p
-    P0, ch0 = p.P.copy(), p.charge.copy()
+    P0, ch0 = p.P.copy(), p.charge
     if pooled:
         p.kbar = _prefilling_out(p, 0.0)
     a_prev = -1.0
@@ -851,9 +907,8 @@ def _settle(w: _Windows, pooled: bool) -> _Windows:
         if P0.shape[1]:
             f = _prompt_time_before(p, a, P0[:, 0])
             p.P = P0 * (1 - f)[:, None]
-            p.charge = ch0 * (1 - f)[:, None, None]
+            p.charge = ch0.scaled(f)
             p.P[:-1] += P0[1:] * f[1:, None]
-            p.charge[:-1] += ch0[1:] * f[1:, None, None]
         if pooled:
             p.kbar = _prefilling_out(p, a)
     return p
