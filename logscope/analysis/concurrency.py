@@ -439,16 +439,8 @@ def _dominant(s: pl.DataFrame) -> pl.DataFrame:
 def _others_max(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Per request of one server run (starts ``a``, ends ``b``): the most other requests in
     progress at once during its life, from the in-progress count just after each start or end
-    inside [start, end) (ends before starts at one instant); 0 for a request no event falls in."""
-    if np.isnan(a).any() or np.isnan(b).any():   # an open request: read one by one
-        ev = sorted([(x, 1) for x in a] + [(y, -1) for y in b], key=lambda e: (e[0], e[1]))
-        times = np.array([e[0] for e in ev])
-        level = np.cumsum([e[1] for e in ev])
-        out = np.zeros(len(a), dtype=np.int64)
-        for i, (x, y) in enumerate(zip(a, b, strict=True)):
-            lo, hi = np.searchsorted(times, x, "left"), np.searchsorted(times, y, "left")
-            out[i] = max((int(level[lo:hi].max()) if hi > lo else 1) - 1, 0)
-        return out
+    inside [start, end) (ends before starts at one instant); 0 for a request no event falls in.
+    Every request has both times (:func:`_phases` keeps no other)."""
     times = np.concatenate([a, b])
     step = np.concatenate([np.ones(len(a), np.int64), -np.ones(len(b), np.int64)])
     order = np.lexsort((step, times))   # by time, an end before a start at the same time

@@ -647,14 +647,12 @@ class _Sparse:
         return cls(j0, j1, S0, S1, t0, t1, ci, cj, cb, cv, ni, nj, w.Nch[ni, nj], w.X())
 
 
-def _figures(w: _Windows, beta: np.ndarray, inl: np.ndarray,
-             weights: np.ndarray | None = None, sp: _Sparse | None = None,
-             parts: tuple | None = None) -> np.ndarray:
+def _figures(w: _Windows, beta: np.ndarray, inl: np.ndarray, sp: _Sparse,
+             weights: np.ndarray | None = None, parts: tuple | None = None) -> np.ndarray:
     """(K, 5): clean, served, aggregate per state, the state's seconds and decode seconds,
     over the intervals each counted ``weights`` times (a resample's counts; None: once each).
-    ``sp``: :class:`_Sparse` of ``w``, ``parts``: :func:`_per_interval` of ``beta``, where
+    ``sp``: :class:`_Sparse` of ``w``; ``parts``: :func:`_per_interval` of ``beta``, where
     the caller has them already."""
-    sp = _Sparse.of(w) if sp is None else sp
     S0, S1, t0, t1, d0, d1, pre_c, pre_n, f = \
         _per_interval(w, beta, inl, sp) if parts is None else parts
     K = len(w.states)
@@ -802,7 +800,7 @@ def _run(w: _Windows) -> _Run:
     allidx = np.arange(len(w.T))
     sp = _Sparse.of(w)   # w no longer changes: read once for every resample
     X = sp.X
-    est = _figures(w, beta, inl, sp=sp)
+    est = _figures(w, beta, inl, sp)
     rng = np.random.default_rng(SEED)
     K = len(w.states)
     boots = np.full((REPS, K, 5), np.nan)
@@ -818,9 +816,9 @@ def _run(w: _Windows) -> _Run:
         if b is not None:
             bb[r] = b
             parts = _per_interval(w, b, inl, sp)
-            boots[r] = _figures(w, b, inl, counts, sp=sp, parts=parts)
+            boots[r] = _figures(w, b, inl, sp, counts, parts=parts)
             if w.engine == "sglang":   # only SGLang's identification reads it (_reasons)
-                held[r] = _figures(w, b, inl, sp=sp, parts=parts)
+                held[r] = _figures(w, b, inl, sp, parts=parts)
     return _Run(w, beta, inl, est, boots, bb, held)
 
 
