@@ -39,7 +39,8 @@ Per state, two per-stream figures:
 * **clean**: the stream's tokens ÷ the seconds of its decode steps alone (what a stream would
   get with no prompt beside it): each fitted interval's observed seconds shared between its
   steps and its prompts by the fitted terms (an interval out of the fit: its steps as the fit
-  says), so clean ≥ as served, equal where no prompt ran beside the state;
+  says; one that held a prompt beside nothing: at its nearest readable interval's pace,
+  :func:`_lone_pace`), so clean ≥ as served, equal where no prompt ran beside the state;
 * **as served**: the stream's tokens ÷ the time it was running, i.e. the state's own steps plus
   the prompts computed meanwhile (SGLang: each ``Prefill batch`` is charged to the state of its
   ``#running-req``; none when it is 0: a prompt alone on an idle server slows no stream; vLLM:
@@ -680,7 +681,8 @@ def _per_interval(w: _Windows, beta: np.ndarray, inl: np.ndarray,
     """Per interval under the terms ``beta``: steps and tokens at its two ends' states (a
     mixed interval's split by :func:`_split`), their decode seconds, the prompt seconds of
     each charge entry of ``sp`` (tokens, then prefill batches), and the factor that shares its
-    observed seconds out (idle and stalls count as the fit says)."""
+    observed seconds out (idle and stalls count as the fit says; a prompt beside nothing and
+    the idle before it at the nearest readable interval's pace)."""
     beta = w.expand(beta)
     K, E, B = len(w.states), w.E, len(w.bands)
     a = beta[K + E:K + E + B]
@@ -693,10 +695,35 @@ def _per_interval(w: _Windows, beta: np.ndarray, inl: np.ndarray,
     S0, S1, t0, t1, T = _split(w, s0, s1, pre_total, sp)
     d0, d1 = S0 * s0, S1 * s1                      # decode seconds at each end's state
     model = d0 + d1 + pre_total
-    f = np.where(inl & ~w.lone & ~w.edge & (model > 0), T / np.where(model > 0, model, 1), 1.0)
+    clear = inl & ~w.lone & ~w.edge & (model > 0)
+    f = np.where(clear, T / np.where(model > 0, model, 1), 1.0)
+    f = _lone_pace(w, f, clear, d0 + d1, T)
     pre_c = sp.cv * a[sp.cb] if len(a) else np.zeros(len(sp.cv))
     pre_n = c * sp.nv if len(a) else np.zeros(len(sp.nv))
     return S0, S1, t0, t1, d0, d1, pre_c, pre_n, f
+
+
+def _lone_pace(w: _Windows, f: np.ndarray, clear: np.ndarray, dec: np.ndarray,
+               T: np.ndarray) -> np.ndarray:
+    """An interval that also held a prompt run with nothing decoding beside it (and any idle
+    before it) cannot be read from its own seconds: its steps ran at the pace of its nearest
+    interval that can (the one after on a tie: usually the same request, a few steps deeper),
+    i.e. that interval's observed seconds over its fitted ones times the fit, at most its
+    own seconds. Where the step time departs from the fitted terms (a CPU run whose step grows
+    faster than linearly with depth) the neighbour shows by how much; where it does not, the
+    factor is 1 and the fit stands."""
+    lone = np.flatnonzero(w.lone & (dec > 0))
+    ok = np.flatnonzero(clear)
+    if not len(lone) or not len(ok):
+        return f
+    at = np.searchsorted(ok, lone)
+    after = ok[np.minimum(at, len(ok) - 1)]
+    before = ok[np.maximum(at - 1, 0)]
+    use_after = (at < len(ok)) & ((at == 0) | (after - lone <= lone - before))
+    j = np.where(use_after, after, before)
+    f = f.copy()
+    f[lone] = np.minimum(f[j], T[lone] / dec[lone])
+    return f
 
 
 def _split(w: _Windows, s0: np.ndarray, s1: np.ndarray, pre: np.ndarray, sp: _Sparse
