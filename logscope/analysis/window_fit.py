@@ -713,7 +713,7 @@ def _lone_pace(w: _Windows, f: np.ndarray, clear: np.ndarray, dec: np.ndarray,
     faster than linearly with depth) the neighbour shows by how much; where it does not, the
     factor is 1 and the fit stands."""
     lone = np.flatnonzero(w.lone & (dec > 0))
-    ok = np.flatnonzero(clear)
+    ok = np.flatnonzero(clear & (f > 0))
     if not len(lone) or not len(ok):
         return f
     at = np.searchsorted(ok, lone)
