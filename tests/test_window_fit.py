@@ -154,6 +154,12 @@ def test_vllm_one_stream_log_gives_its_busiest_interval_as_a_lower_bound():
     for name in ("sweep-np2", "spec-c256k-np2"):
         fit = state_fit(logscope.read(str(VL / f"{name}.log")))
         assert fit["busiest_per_stream"].null_count() == fit.height
+    # compare says which side's figure is a lower bound, and of that side only
+    v = verdict(logscope.read(str(log)), logscope.read(str(VL / "sweep-np2.log")),
+                ("np1", "np2"))
+    d = next(x for x in v if x["question"] == "decode_per_stream")
+    assert "np1 never runs two requests" in d["sentence"]
+    assert "at least 304.4 t/s" in d["sentence"] and "np2 never" not in d["sentence"]
 
 
 @pytest.mark.parametrize("name", VLLM_1S)

@@ -273,8 +273,9 @@ def _window_decode(a, b, names, rng) -> dict | None:
             # vLLM: the fit's shares are no better than its terms: straight from the lines
             r = _pooled_ratio(served_units(a), served_units(b), rng)
             r.update(strata=[], weights=[], matched=(
-                f"; {how}, straight from the lines (VLLM_LOG_STATS_INTERVAL=1 in the server's "
-                "environment gives intervals that each hold one state)"))
+                f"; {how}, straight from the lines{_one_stream_bounds(names, fa, fb)} "
+                "(VLLM_LOG_STATS_INTERVAL=1 in the server's environment gives intervals that "
+                "each hold one state)"))
             return r
 
         def run(x, ks):   # tokens ÷ stream-seconds over the run's states
@@ -294,6 +295,20 @@ def _window_decode(a, b, names, rng) -> dict | None:
             "matched": f"; {how}" + (f", states {common[0]}–{common[-1]} decoding"
                                      if common else ""),
             "weights": [float(min(ok_a[k], ok_b[k])) for k in common]}
+
+
+def _one_stream_bounds(names: tuple[str, str], fa: pl.DataFrame, fb: pl.DataFrame) -> str:
+    """A vLLM side that never shows two requests running: every interval holding a turn's
+    prompt also holds the idle before it, which the lines count as decoding, so that side's
+    figure is a lower bound (``state_fit``'s ``busiest_per_stream`` is set only there)."""
+    out = []
+    for name, f in zip(names, (fa, fb), strict=True):
+        x = f.get_column("busiest_per_stream").drop_nulls()
+        if x.len():
+            out.append(f"; {name} never runs two requests, so the idle before each turn's "
+                       f"prompt counts as decoding there: its figure is a lower bound (its "
+                       f"busiest interval: at least {float(x.max()):.1f} t/s)")
+    return "".join(out)
 
 
 def _streams_differ(a, b) -> tuple[int | None, int | None] | None:
