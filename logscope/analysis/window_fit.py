@@ -716,14 +716,19 @@ def _lone_pace(w: _Windows, f: np.ndarray, clear: np.ndarray, dec: np.ndarray,
     ok = np.flatnonzero(clear & (f > 0))
     if not len(lone) or not len(ok):
         return f
-    at = np.searchsorted(ok, lone)
-    after = ok[np.minimum(at, len(ok) - 1)]
-    before = ok[np.maximum(at - 1, 0)]
-    use_after = (at < len(ok)) & ((at == 0) | (after - lone <= lone - before))
-    j = np.where(use_after, after, before)
     f = f.copy()
-    f[lone] = np.minimum(f[j], T[lone] / dec[lone])
+    f[lone] = np.minimum(f[_nearest(ok, lone)], T[lone] / dec[lone])
     return f
+
+
+def _nearest(ok: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """For each index of ``at``, the nearest index of the sorted ``ok`` (the one after on a
+    tie)."""
+    i = np.searchsorted(ok, at)
+    after = ok[np.minimum(i, len(ok) - 1)]
+    before = ok[np.maximum(i - 1, 0)]
+    use_after = (i < len(ok)) & ((i == 0) | (after - at <= at - before))
+    return np.where(use_after, after, before)
 
 
 def _split(w: _Windows, s0: np.ndarray, s1: np.ndarray, pre: np.ndarray, sp: _Sparse
@@ -1274,12 +1279,7 @@ def _decoding_seconds(w: _Windows) -> np.ndarray:
         return T
     out = T.copy()
     lone = np.flatnonzero(w.lone & (steps > 0))
-    # the nearest interval without a lone prompt; the one after on a tie
-    at = np.searchsorted(clear, lone)
-    after = clear[np.minimum(at, len(clear) - 1)]
-    before = clear[np.maximum(at - 1, 0)]
-    use_after = (at < len(clear)) & ((at == 0) | (after - lone <= lone - before))
-    j = np.where(use_after, after, before)
+    j = _nearest(clear, lone)   # the nearest interval without a lone prompt
     out[lone] = np.minimum(T[lone], T[j] / steps[j] * steps[lone])
     return out
 
