@@ -168,3 +168,23 @@ def test_per_line_and_ingest_agree_when_two_members_give_a_field_in_reverse_orde
     assert kind == "decode_batch"
     assert batch["full_used_tokens"] == per_line["full_used_tokens"] == 222
     assert per_line["swa_used_tokens"] == 33
+
+
+@pytest.mark.parametrize("engine", available_engines())
+def test_an_alternations_literals_route_every_line_the_variant_matches(engine):
+    """A variant whose common anchor is one most lines hold (``] ``, ``: ``) is routed by the
+    literals of an alternation inside it instead: every fixture line whose message the
+    variant's regex finds, routing aside, holds one of them."""
+    g = load_grammar(engine)
+    routed = [v for v in g.variants if v.any_of]
+    assert any(v.anchor for v in routed) or engine != "llama-server"
+    for v in routed:
+        assert all(len(a.encode()) > len(v.anchor.encode()) for a in v.any_of), v.name
+    found = 0
+    for where, raw in _fixture_lines(engine):
+        _wrap, text = strip_line(raw)
+        for v in routed:
+            if re.search(g.located(v), text):
+                found += 1
+                assert any(a in text for a in v.any_of), (where, v.name, text)
+    assert found or not routed

@@ -706,12 +706,12 @@ def _per_interval(w: _Windows, beta: np.ndarray, inl: np.ndarray,
 def _lone_pace(w: _Windows, f: np.ndarray, clear: np.ndarray, dec: np.ndarray,
                T: np.ndarray) -> np.ndarray:
     """An interval that also held a prompt run with nothing decoding beside it (and any idle
-    before it) cannot be read from its own seconds: its steps ran at the pace of its nearest
-    interval that can (the one after on a tie: usually the same request, a few steps deeper),
-    i.e. that interval's observed seconds over its fitted ones times the fit, at most its
-    own seconds. Where the step time departs from the fitted terms (a CPU run whose step grows
-    faster than linearly with depth) the neighbour shows by how much; where it does not, the
-    factor is 1 and the fit stands."""
+    before it) cannot be read from its own seconds: its fitted terms are scaled as those of
+    its nearest interval that can be read (the one after on a tie: usually the same request, a
+    few steps deeper), i.e. by that interval's observed seconds over its fitted ones, its
+    steps taking at most its own seconds. Where the step time departs from the fitted terms
+    (a CPU run whose step grows faster than linearly with depth) the neighbour shows by how
+    much; where it does not, the factor is 1 and the fit stands."""
     lone = np.flatnonzero(w.lone & (dec > 0))
     ok = np.flatnonzero(clear & (f > 0))
     if not len(lone) or not len(ok):

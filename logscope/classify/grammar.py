@@ -105,14 +105,15 @@ class Variant:
     fields: dict[str, str]  # field -> dtype name (duplicates coalesced: see ``aliases``)
     aliases: dict[str, str]  # regex group name -> field name (for duplicate field groups)
     reps: tuple[Repetition, ...] = ()
-    # without one common anchor: literals of which every matching body holds at least one
+    # literals of which every matching body holds at least one (an alternation's): set where
+    # there is no common anchor, or only one so short that most lines hold it (``] ``)
     any_of: tuple[str, ...] = ()
 
     @property
     def routing(self) -> tuple[str, ...]:
-        """The literals a line must hold (one of) to be a candidate: the anchor, else ``any_of``
-        (empty: every line is one)."""
-        return (self.anchor,) if self.anchor else self.any_of
+        """The literals a line must hold (one of) to be a candidate: ``any_of`` where set,
+        else the anchor (neither: every line is one)."""
+        return self.any_of or ((self.anchor,) if self.anchor else ())
 
     @property
     def all_fields(self) -> dict[str, str]:
@@ -452,9 +453,9 @@ class _Compiler:
         """Literals of which every match of ``node`` holds at least one (an alternation's
         anchors), or None: routing for a variant without one common anchor."""
         req = self.required_literals(node, stack)
-        if req:
-            best = max(req, key=len)
-            return [best] if len(best) >= MIN_CHOICE else None
+        if req and len(best := max(req, key=len)) >= MIN_CHOICE:
+            return [best]
+        # no required literal, or only a short one: an alternation inside may hold longer ones
         if isinstance(node, self.T):
             return None
         if isinstance(node, self.NT):
@@ -480,7 +481,11 @@ class _Compiler:
         body = self.rx(self.NT(name), ctx)
         aliases = {g: f for g, f in ctx.group_names.items() if g != f}
         anchor = self.anchor(self.NT(name))
-        choices = () if anchor else tuple(self.literal_choices(self.NT(name)) or ())
+        choices: tuple[str, ...] = ()
+        if len(anchor.encode()) < MIN_CHOICE:  # none, or one most lines hold: the alternation's
+            lits = tuple(self.literal_choices(self.NT(name)) or ())
+            if lits and min(len(x.encode()) for x in lits) > len(anchor.encode()):
+                choices = lits
         return Variant(kind, name, doc, anchor, f"^(?:{body})$", dict(ctx.fields), aliases,
                        tuple(ctx.reps), choices)
 

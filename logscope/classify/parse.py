@@ -399,15 +399,16 @@ def classify(lines: pl.DataFrame, g: CompiledGrammar,
             n_settled = 0
         if small.height == 0:
             break
-        if v.anchor:
-            if v.anchor not in anchor_masks:
-                anchor_masks[v.anchor] = anchors.mask(v.anchor, where)
-            m = anchor_masks[v.anchor]
+        routes = v.routing
+        if len(routes) == 1:
+            if routes[0] not in anchor_masks:
+                anchor_masks[routes[0]] = anchors.mask(routes[0], where)
+            m = anchor_masks[routes[0]]
             if m is None:
                 continue
             mask = m & ~settled
-        elif v.any_of:  # one of several literals (an alternation without a common one)
-            ms = [anchors.mask(a, where) for a in v.any_of]
+        elif routes:  # one of several literals (an alternation's)
+            ms = [anchors.mask(a, where) for a in routes]
             ms = [m for m in ms if m is not None]
             if not ms:
                 continue
