@@ -80,25 +80,27 @@ def _rows(logs, t: dict, name: str) -> None:  # noqa: ANN001 - logscope.Logs
         if s["decode_seconds"] < 5:
             continue
         r = fit.get(int(k))
+        quiet = (f"{pct(r['quiet_per_stream'], s['clean_per_stream'])} (n = {r['quiet_windows']})"
+                 if r and r.get("quiet_per_stream") else "—")
         if not r or r["reason"]:
             why = (r["reason"].split(": ", 2)[1] if r and r["reason"] else "no interval")
             low = (f"; busiest interval (a lower bound there) "
                    f"{pct(r['busiest_per_stream'], s['clean_per_stream'])}"
                    if r and r.get("busiest_per_stream") else "")
             print(f"| {name} | {k} | {s['decode_seconds']:.1f} | refused: {why[:70]}{low} "
-                  "| | |")
+                  f"| | | {quiet} |")
             continue
         print(f"| {name} | {k} | {s['decode_seconds']:.1f} | "
               f"{pct(r['clean_per_stream'], s['clean_per_stream'])} | "
               f"{pct(r['served_per_stream'], s['served_per_stream'])} | "
-              f"{r['clean_lo'] <= s['clean_per_stream'] <= r['clean_hi']} |")
+              f"{r['clean_lo'] <= s['clean_per_stream'] <= r['clean_hi']} | {quiet} |")
     wt = window_throughput(logs)
     bound = " (at least)" if wt and wt.get("lower_bound") else ""
     print(f"| {name} | throughput | | {pct(wt['tps'] if wt else None, t['run']['throughput'])}"
-          f"{bound} | | |")
+          f"{bound} | | | |")
     sv = served(logs)["per_stream_tps"]
     print(f"| {name} | per stream as served, the run | | | "
-          f"{pct(sv, t['run']['served_per_stream'])} | |")
+          f"{pct(sv, t['run']['served_per_stream'])} | | |")
 
 
 def compare(a: Path, b: Path, names: tuple[str, str]) -> None:
@@ -137,8 +139,9 @@ def main() -> None:
             render_services([str(CORPUS / f"generated-{r}.log") for r in runs], n,
                             [f"server-{chr(97 + i)}-1" for i in range(len(runs))], 0.7, iv,
                             wrapper=wrapper, out_dir=out)
-        print("| rendering | state | decode s | clean | as served | interval holds |")
-        print("|---|---|---|---|---|---|")
+        print("| rendering | state | decode s | clean | as served | interval holds "
+              "| quiet intervals alone (against clean) |")
+        print("|---|---|---|---|---|---|---|")
         for eng in ("sglang", "vllm"):
             for n in OTHER_RUNS:
                 states(out / eng / "rendered" / f"{n}.log", f"{eng}/{n}")

@@ -134,19 +134,26 @@ def test_window_logs_give_one_answer_per_state_everywhere(log):
 def _one_answer_per_state(logs, md: str, rep: dict, ingest: str) -> None:  # noqa: ANN001
     from logscope.analysis.window_fit import state_fit
 
-    fit = state_fit(logs).filter(pl.col("reason").is_null(), pl.col("served_per_stream") > 0)
+    sf = state_fit(logs)
+    fit = sf.filter(pl.col("reason").is_null(), pl.col("served_per_stream") > 0)
     h = headline_figures(logs)
     d, g = h["decode_tps"], h["aggregate_decode"]
+    tgs = rep["bench"].filter(pl.col("kind") == "tg")
+    # a refused state's row: its quiet intervals alone (one count at both ends), said so
+    quiet = tgs.filter(pl.col("test").str.starts_with("tg (quiet windows)")).sort("depth_bucket")
+    refused = sf.filter(pl.col("reason").is_not_null(), pl.col("quiet_per_stream") > 0)
+    assert quiet["depth_bucket"].to_list() == refused["decoding"].to_list()
+    assert quiet["tps_mean"].to_list() == refused["quiet_per_stream"].to_list()
     if fit.height == 0:
         assert d["value"] is None and g["value"] is None
-        assert rep["bench"].filter(pl.col("kind") == "tg").height == 0
+        assert tgs.height == quiet.height
         return
     top = fit.sort("seconds", "decoding").row(-1, named=True)
     assert d["decoding"] == top["decoding"] and d["value"] == top["served_per_stream"]
     v = fmt_figure("decode_tps", d["value"])
     assert f"(window fit): {v} (95 % CI" in md
     assert f"{top['decoding']} decoding (the state seen longest): {v} " in ingest
-    tg = rep["bench"].filter(pl.col("kind") == "tg").sort("depth_bucket")
+    tg = tgs.filter(pl.col("test").str.starts_with("tg (window)")).sort("depth_bucket")
     assert tg["depth_bucket"].to_list() == fit["decoding"].to_list()
     assert tg["tps_mean"].to_list() == fit["served_per_stream"].to_list()
     st = rep["streams"]

@@ -413,3 +413,68 @@ def test_a_prompt_beside_nothing_counts_its_steps_at_the_neighbours_pace(tmp_pat
     assert fit["reason"] is None, fit["reason"]
     assert fit["clean_per_stream"] == pytest.approx(one["clean_per_stream"], rel=0.10)
     assert fit["clean_lo"] <= one["clean_per_stream"] <= fit["clean_hi"]
+
+
+def test_a_refused_state_gives_its_quiet_intervals_at_their_depth():
+    """A short SGLang log (six decode lines): too few intervals for the fit, but two at one
+    stream and one at two ran their state throughout with no prompt beside; their tokens ÷
+    their seconds (the server's own 40 steps × accept len ÷ gen throughput, whole-second
+    stamps) stand, with the KV in use, in the report and the bench table."""
+    from click.testing import CliRunner
+
+    from logscope.cli import cli
+
+    log = FIXTURES / "sglang" / "v0.4.5-eagle-trailing.log"
+    fit = {r["decoding"]: r for r in state_fit(logscope.read(str(log))).iter_rows(named=True)}
+    one, two = fit[1], fit[2]
+    assert one["reason"] and two["reason"]          # the fit refuses both states
+    # the intervals 3510 → 3624 and 3624 → 3727 tokens (the first line has no interval)
+    tok = [40 * 2.85, 40 * 2.58]
+    secs = [tok[0] / 117.03, tok[1] / 105.26]
+    assert one["quiet_windows"] == 2
+    assert one["quiet_per_stream"] == pytest.approx(sum(tok) / sum(secs), rel=1e-6)
+    assert one["quiet_kv"] == pytest.approx(
+        ((3510 + 3624) / 2 * secs[0] + (3624 + 3727) / 2 * secs[1]) / sum(secs), rel=1e-6)
+    # two streams: the interval after the prefill line only (the one across it holds a prompt)
+    assert two["quiet_windows"] == 1
+    assert two["quiet_per_stream"] == pytest.approx(201.87 / 2, rel=1e-6)
+    out = CliRunner().invoke(cli, ["report", str(log)]).output
+    assert "decode per stream at 1 decoding in its 2 quiet intervals: 111.13 t/s" in out
+    assert "tg (quiet windows) @ decoding=2, KV 8,128 tokens | 100.94 | 1* |" in out
+
+
+def test_a_vllm_interval_is_quiet_only_with_no_prompt_in_it_or_next_and_running_unchanged(
+        tmp_path):
+    """vLLM counts a prompt in the interval its prefill completes, and ``Running`` is read at
+    the line: an interval is quiet only when it and the next count no prompt tokens and both
+    ends print the same ``Running``."""
+    rows = [(0.0, 50.0, 1), (0.0, 50.0, 1), (0.0, 50.0, 1), (200.0, 60.0, 2),  # next: a prompt
+            (0.0, 90.0, 2), (0.0, 90.0, 2), (0.0, 40.0, 1), (0.0, 50.0, 1)]
+    lines = [f"INFO 11-20 09:{10 * (i + 1) // 60:02d}:{10 * (i + 1) % 60:02d} [loggers.py:123] "
+             "Engine 000: Avg prompt "
+             f"throughput: {p:.1f} tokens/s, Avg generation throughput: {g:.1f} tokens/s, "
+             f"Running: {k} reqs, Waiting: 0 reqs, GPU KV cache usage: 30.0%, Prefix cache hit "
+             "rate: 0.0%" for i, (p, g, k) in enumerate(rows)]
+    (tmp_path / "v.log").write_text("\n".join(lines) + "\n")
+    fit = {r["decoding"]: r for r in state_fit(logscope.read(str(tmp_path / "v.log")))
+           .iter_rows(named=True)}
+    # 1: the 2nd line's interval only (the 1st opens the log, the 3rd's next holds a prompt,
+    # the 7th's count changed, the 8th ends the log: idle may follow); 2: the 5th and 6th
+    assert fit[1]["quiet_windows"] == 1 and fit[1]["quiet_per_stream"] == pytest.approx(50.0)
+    assert fit[2]["quiet_windows"] == 2 and fit[2]["quiet_per_stream"] == pytest.approx(45.0)
+    assert fit[1]["quiet_kv"] == pytest.approx(30.0)
+
+
+def test_states_refused_alike_share_one_line():
+    """Five states of a short vLLM log refused for one reason: one line names them all, and the
+    cure is said once."""
+    from click.testing import CliRunner
+
+    from logscope.cli import cli
+
+    out = CliRunner().invoke(
+        cli, ["report", str(FIXTURES / "vllm" / "v0.6.2-preemption-compose.log")]).output
+    assert out.count("no figure at") == 1
+    assert "- decode per stream: no figure at 6, 8, 9, 10 and 11 decoding: the step time is " \
+           "not identified: 0 interval(s) run this state throughout (3 needed)" in out
+    assert out.count("VLLM_LOG_STATS_INTERVAL=1 in the server's environment") == 1

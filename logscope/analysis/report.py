@@ -190,6 +190,10 @@ def window_table(logs, label: str | None = None) -> pl.DataFrame:
       intervals holding the state; ``tokens_per_step`` = the state's mean accepted length
       (SGLang ``accept len`` of its lines; vLLM the ``SpecDecoding metrics`` lines printed
       with its stats lines), pooled by request-steps.
+    * ``tg (quiet windows) @ decoding=K, KV …``: a state the fit refused, from its quiet
+      intervals alone (one running count at both ends, no prompt beside: their tokens ÷ their
+      seconds ÷ K, ``state_fit``'s ``quiet_per_stream``), at the KV in use over them: a window
+      average at that depth, not the state's mean; ``n`` = those intervals.
     * ``pp (chunks) @ dD``: SGLang's chunked prompts timed between consecutive ``Prefill
       batch`` lines with nothing decoding, the rows of :func:`prefill_by_depth` (tokens ÷
       seconds of the bucket's stretches).
@@ -205,15 +209,22 @@ def window_table(logs, label: str | None = None) -> pl.DataFrame:
 
     lab = label_of(logs, label)
     rows: list[dict] = []
-    fit = state_fit(logs, lab).filter(pl.col("reason").is_null(),
-                                      pl.col("served_per_stream") > 0)
-    if fit.height:
+    sf = state_fit(logs, lab)
+    fit = sf.filter(pl.col("reason").is_null(), pl.col("served_per_stream") > 0)
+    quiet = sf.filter(pl.col("reason").is_not_null(), pl.col("quiet_per_stream") > 0)
+    if fit.height or quiet.height:
         steps = _window_steps(logs)
         for r in fit.iter_rows(named=True):
             k = r["decoding"]
             rows.append({"test": f"tg (window) @ decoding={k}", "kind": "tg",
                          "depth_bucket": k, "tps_mean": r["served_per_stream"],
                          "tps_std": None, "n": r["windows"], "tokens_per_step": steps.get(k)})
+        for r in quiet.iter_rows(named=True):
+            k = r["decoding"]
+            rows.append({"test": f"tg (quiet windows) @ decoding={k}{_kv_text(r, ', ')}",
+                         "kind": "tg", "depth_bucket": k, "tps_mean": r["quiet_per_stream"],
+                         "tps_std": None, "n": r["quiet_windows"],
+                         "tokens_per_step": steps.get(k)})
     if table(logs, "prefill_batch") is not None:   # the report's own prefill-by-depth rows
         for r in prefill_by_depth(logs, lab).filter(pl.col("kind") == "chunks").iter_rows(
                 named=True):
@@ -552,13 +563,26 @@ def fit_text(fit: dict) -> str:
 CURES = ("; a shorter stats interval", "; SGLANG_LOG_MS=1")   # window_fit._cure's openings
 
 
+def _kv_text(r: dict, lead: str) -> str:
+    """The KV in use over a state's quiet intervals, in the unit its engine prints."""
+    kv = r.get("quiet_kv")
+    if not kv:
+        return ""
+    return lead + (f"KV {kv:,.0f} tokens" if r.get("engine") == "sglang" else f"KV {kv:.0f} %")
+
+
 def _window_fit_lines(rows: list[dict]) -> list[str]:
     """The window fit's figures per state (:mod:`logscope.analysis.window_fit`), or why a
-    state has none; the server setting that would let the refused states be read, once."""
-    out, cure = [], ""
+    state has none (states in a row refused for the same reason on one line, each one's quiet
+    intervals and bound after it); the server setting that would let the refused states be
+    read, once."""
+    lines: list[str] = []
+    cure = ""
     if rows and all(r["reason"] for r in rows):
-        out.append("- decode per stream: no state identified by the window fit "
-                   "(docs/engines.md); per state:")
+        lines.append("- decode per stream: no state identified by the window fit "
+                     "(docs/engines.md); per state:")
+    # a refused state: [states, reason, their own lines]; states in a row alike join
+    items: list[str | list] = []
     for r in rows:
         k = r["decoding"]
         if r["reason"]:
@@ -566,24 +590,43 @@ def _window_fit_lines(rows: list[dict]) -> list[str]:
             for c in CURES:
                 if c in why:
                     why, cure = why[:why.index(c)], why[why.index(c) + 2:]
-            out.append(f"- decode per stream: no figure at {why}")
+            why = why.removeprefix(f"{k} decoding: ")
+            if not (items and isinstance(items[-1], list) and items[-1][1] == why):
+                items.append([[], why, []])
+            items[-1][0].append(k)
+            own = items[-1][2]
+            if r.get("quiet_per_stream"):
+                n = r["quiet_windows"]
+                own.append(f"- decode per stream at {k} decoding in its {n} quiet interval"
+                           f"{'s' if n > 1 else ''}: {_fmt(r['quiet_per_stream'])} t/s (the "
+                           f"running count unchanged, no prompt beside{_kv_text(r, ', at ')}; "
+                           "their tokens ÷ their seconds, a window average at that depth, not "
+                           "the state's mean)")
             if r.get("busiest_per_stream"):
-                out.append(f"- decode per stream at {k} decoding, one stream throughout: at "
+                own.append(f"- decode per stream at {k} decoding, one stream throughout: at "
                            f"least {_fmt(r['busiest_per_stream'])} t/s in the busiest interval "
                            "(its tokens ÷ its seconds, its prompts and idle included: a lower "
                            "bound of the rate at that interval's depth, not the run's mean)")
             continue
         model = ("one step time per state" if r.get("model", "per state") == "per state"
                  else "pooled step time b + c·k across states")
-        out.append(f"- decode per stream at {k} decoding (window fit, {model}, "
-                   f"{r['windows']} intervals):"
-                   f" clean {_fmt(r['clean_per_stream'])} t/s ({_fmt(r['clean_lo'])}–"
-                   f"{_fmt(r['clean_hi'])}), as served {_fmt(r['served_per_stream'])} t/s "
-                   f"({_fmt(r['served_lo'])}–{_fmt(r['served_hi'])}), aggregate "
-                   f"{_fmt(r['aggregate'])} t/s over {_fmt(r['seconds'], 1)} s")
+        items.append(f"- decode per stream at {k} decoding (window fit, {model}, "
+                     f"{r['windows']} intervals):"
+                     f" clean {_fmt(r['clean_per_stream'])} t/s ({_fmt(r['clean_lo'])}–"
+                     f"{_fmt(r['clean_hi'])}), as served {_fmt(r['served_per_stream'])} t/s "
+                     f"({_fmt(r['served_lo'])}–{_fmt(r['served_hi'])}), aggregate "
+                     f"{_fmt(r['aggregate'])} t/s over {_fmt(r['seconds'], 1)} s")
+    for item in items:
+        if isinstance(item, str):
+            lines.append(item)
+            continue
+        ks, why, own = item
+        at = ", ".join(map(str, ks[:-1])) + (" and " if len(ks) > 1 else "") + str(ks[-1])
+        lines.append(f"- decode per stream: no figure at {at} decoding: {why}")
+        lines.extend(own)
     if cure:
-        out.append(f"- to read the refused states: {cure}")
-    return out
+        lines.append(f"- to read the refused states: {cure}")
+    return lines
 
 
 def render(rep: dict, fmt: str = "md") -> str:

@@ -101,7 +101,8 @@ STATE_FIT_SCHEMA = {
     "clean_per_stream": pl.Float64, "clean_lo": pl.Float64, "clean_hi": pl.Float64,
     "served_per_stream": pl.Float64, "served_lo": pl.Float64, "served_hi": pl.Float64,
     "aggregate": pl.Float64, "aggregate_lo": pl.Float64, "aggregate_hi": pl.Float64,
-    "model": pl.String, "reason": pl.String, "busiest_per_stream": pl.Float64}
+    "model": pl.String, "reason": pl.String, "busiest_per_stream": pl.Float64,
+    "quiet_windows": pl.Int64, "quiet_per_stream": pl.Float64, "quiet_kv": pl.Float64}
 PREFILL_FIT_SCHEMA = {"label": pl.String, "depth_lo": pl.Int64, "depth_hi": pl.Int64,
                       "depth": pl.Float64, "tokens": pl.Float64, "windows": pl.Int64,
                       "tps": pl.Float64, "tps_lo": pl.Float64, "tps_hi": pl.Float64,
@@ -1163,6 +1164,37 @@ def _busiest(w: _Windows) -> float | None:
     return float(np.nanmax(rate)) if np.isfinite(rate).any() else None
 
 
+def _quiet_rates(w: _Windows, inl: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per state: the intervals that ran it throughout with no prompt computed in them and no
+    idle at their edges (SGLang: no ``Prefill batch`` line between their two ``Decode batch``
+    lines; vLLM: ``Running`` the same at both ends, no prompt tokens in them nor in the
+    interval after, whose first request may have joined ``Running`` before its prompt was
+    counted), stalls the fit found (``inl``)
+    left out; and the rate per stream over them: their tokens ÷ their seconds ÷ k (NaN where
+    none), and the KV in use over them (seconds-weighted: SGLang ``#token``, vLLM ``GPU KV
+    cache usage`` %; NaN where the lines carry none). Nothing is fitted, so it stands where the
+    fit is refused: what a short log's quiet intervals say, window averages of the state at
+    their own depth. Not the state's mean: quiet stretches are deeper into their requests
+    than the intervals where prompts arrive (on a CPU, where decode slows steeply with
+    depth, their rate read 25–60 % under the state's on the renderings)."""
+    K = len(w.states)
+    base = ~w.lone & ~w.edge & inl & (w.T > 0) & (w.k0 == w.k1)
+    base &= (w.P.sum(1) == 0) if w.P.shape[1] else True
+    base &= w.Nb == 0
+    if w.engine == "vllm" and w.snaps is not None and len(w.snaps) == len(w.T):
+        # `Running` as printed at both ends (a request that ended leaves idle behind it)
+        base &= (w.snaps[:, 0] == w.snaps[:, 1]) & (w.snaps[:, 0] > 0) & (w.snaps[:, 4] == 0)
+    n, rate, kv = np.zeros(K, int), np.full(K, np.nan), np.full(K, np.nan)
+    for j, k in enumerate(w.states):
+        q = base & (w.k0 == j)
+        n[j] = int(q.sum())
+        if n[j] and w.T[q].sum() > 0:
+            rate[j] = float(w.tok[q, j].sum() / w.T[q].sum() / k)
+            if (w.D[q] > 0).any():
+                kv[j] = float((w.D[q] * w.T[q]).sum() / w.T[q].sum())
+    return n, rate, kv
+
+
 def state_fit(logs, label: str | None = None) -> pl.DataFrame:
     """Per-stream decode per state (streams decoding) from SGLang or vLLM window lines, mixed
     windows included (module docstring): one row per state with ``clean_per_stream`` (the
@@ -1177,7 +1209,11 @@ def state_fit(logs, label: str | None = None) -> pl.DataFrame:
     shows more than one request running, the busiest interval's rate at 1 decoding, a lower
     bound of the decode rate at that interval's depth (:func:`_busiest`; null elsewhere): what
     a one-stream log says where each interval also holds a turn's prompt and the idle before
-    it. Empty for a llama-server log or a log without a clock.
+    it. ``quiet_windows`` and ``quiet_per_stream``: the intervals that ran the state
+    throughout with no prompt beside it and their tokens ÷ seconds per stream, no term fitted
+    and ``quiet_kv`` the KV in use over them (SGLang tokens, vLLM %) (:func:`_quiet_rates`;
+    null where none): what a short log still says of a refused state, at that depth.
+    Empty for a llama-server log or a log without a clock.
 
     Example::
 
@@ -1194,6 +1230,7 @@ def state_fit(logs, label: str | None = None) -> pl.DataFrame:
     rows = []
     for j, k in enumerate(w.states):
         run, reason, model = pick[j]
+        qn, qr, qkv = _quiet_rates(w, run.inl)
         est, lo, hi = run.est, run.lo, run.hi
         fitted = run.inl & run.w.fit
         held = int(((run.w.S[:, j] > 0) & fitted).sum())
@@ -1214,7 +1251,11 @@ def state_fit(logs, label: str | None = None) -> pl.DataFrame:
                      "served_hi": v(hi[j, 1]),
                      "aggregate": v(est[j, 2]), "aggregate_lo": v(lo[j, 2]),
                      "aggregate_hi": v(hi[j, 2]), "model": model, "reason": reason,
-                     "busiest_per_stream": busiest if k == 1 else None})
+                     "busiest_per_stream": busiest if k == 1 else None,
+                     "quiet_windows": int(qn[j]),
+                     "quiet_per_stream": float(qr[j]) if qn[j] and math.isfinite(qr[j])
+                     else None,
+                     "quiet_kv": float(qkv[j]) if math.isfinite(qkv[j]) else None})
     return pl.DataFrame(rows, schema=STATE_FIT_SCHEMA)
 
 
