@@ -441,6 +441,10 @@ def test_a_refused_state_gives_its_quiet_intervals_at_their_depth():
     out = CliRunner().invoke(cli, ["report", str(log)]).output
     assert "decode per stream at 1 decoding in its 2 quiet intervals: 111.13 t/s" in out
     assert "tg (quiet windows) @ decoding=2, KV 8,128 tokens | 100.94 | 1* |" in out
+    # ingest's headline: the state with the most quiet intervals, said not to be its mean
+    out = CliRunner().invoke(cli, ["ingest", str(log)]).output
+    assert ("decode t/s per stream at 1 decoding in its 2 quiet intervals: 111.13 (window "
+            "average, at KV 3,621 tokens, not the state's mean") in out
 
 
 def test_a_vllm_interval_is_quiet_only_with_no_prompt_in_it_or_next_and_running_unchanged(

@@ -564,11 +564,11 @@ CURES = ("; a shorter stats interval", "; SGLANG_LOG_MS=1")   # window_fit._cure
 
 
 def _kv_text(r: dict, lead: str) -> str:
-    """The KV in use over a state's quiet intervals, in the unit its engine prints."""
-    kv = r.get("quiet_kv")
-    if not kv:
-        return ""
-    return lead + (f"KV {kv:,.0f} tokens" if r.get("engine") == "sglang" else f"KV {kv:.0f} %")
+    """``lead`` and the KV in use over a state's quiet intervals (nothing without it)."""
+    from logscope.analysis.window_fit import quiet_kv_text
+
+    kv = quiet_kv_text(r)
+    return lead + kv if kv else ""
 
 
 def _window_fit_lines(rows: list[dict]) -> list[str]:

@@ -1169,14 +1169,15 @@ def _quiet_rates(w: _Windows, inl: np.ndarray) -> tuple[np.ndarray, np.ndarray, 
     idle at their edges (SGLang: no ``Prefill batch`` line between their two ``Decode batch``
     lines; vLLM: ``Running`` the same at both ends, no prompt tokens in them nor in the
     interval after, whose first request may have joined ``Running`` before its prompt was
-    counted), stalls the fit found (``inl``)
-    left out; and the rate per stream over them: their tokens ÷ their seconds ÷ k (NaN where
-    none), and the KV in use over them (seconds-weighted: SGLang ``#token``, vLLM ``GPU KV
-    cache usage`` %; NaN where the lines carry none). Nothing is fitted, so it stands where the
-    fit is refused: what a short log's quiet intervals say, window averages of the state at
-    their own depth. Not the state's mean: quiet stretches are deeper into their requests
-    than the intervals where prompts arrive (on a CPU, where decode slows steeply with
-    depth, their rate read 25–60 % under the state's on the renderings)."""
+    counted), stalls the fit found (not ``inl``) left out. Returns their count, the rate per
+    stream over them (their tokens ÷ their seconds ÷ k; NaN where none) and the KV in use over
+    them (seconds-weighted: SGLang ``#token``, vLLM ``GPU KV cache usage`` %; NaN where the
+    lines carry none). Nothing is fitted, so it stands where the fit is refused: what a short
+    log's quiet intervals say, a window average of the state at their own depth. Not the
+    state's mean: quiet stretches lie deeper into their requests than the intervals where
+    prompts arrive (on a CPU, where decode slows steeply with depth, the vLLM renderings'
+    one-stream states read 25–69 % under their mean).
+    """
     K = len(w.states)
     base = ~w.lone & ~w.edge & inl & (w.T > 0) & (w.k0 == w.k1)
     base &= (w.P.sum(1) == 0) if w.P.shape[1] else True
@@ -1195,6 +1196,15 @@ def _quiet_rates(w: _Windows, inl: np.ndarray) -> tuple[np.ndarray, np.ndarray, 
     return n, rate, kv
 
 
+def quiet_kv_text(row: dict) -> str:
+    """A :func:`state_fit` row's ``quiet_kv`` in the unit its engine prints ("KV 3,621
+    tokens", "KV 38 %"; "" where the lines carry none)."""
+    kv = row.get("quiet_kv")
+    if not kv:
+        return ""
+    return f"KV {kv:,.0f} tokens" if row.get("engine") == "sglang" else f"KV {kv:.0f} %"
+
+
 def state_fit(logs, label: str | None = None) -> pl.DataFrame:
     """Per-stream decode per state (streams decoding) from SGLang or vLLM window lines, mixed
     windows included (module docstring): one row per state with ``clean_per_stream`` (the
@@ -1209,10 +1219,10 @@ def state_fit(logs, label: str | None = None) -> pl.DataFrame:
     shows more than one request running, the busiest interval's rate at 1 decoding, a lower
     bound of the decode rate at that interval's depth (:func:`_busiest`; null elsewhere): what
     a one-stream log says where each interval also holds a turn's prompt and the idle before
-    it. ``quiet_windows`` and ``quiet_per_stream``: the intervals that ran the state
-    throughout with no prompt beside it and their tokens ÷ seconds per stream, no term fitted
-    and ``quiet_kv`` the KV in use over them (SGLang tokens, vLLM %) (:func:`_quiet_rates`;
-    null where none): what a short log still says of a refused state, at that depth.
+    it. ``quiet_windows``, ``quiet_per_stream`` and ``quiet_kv``: the intervals that ran the
+    state throughout with no prompt beside it, their tokens ÷ seconds per stream (no term
+    fitted) and the KV in use over them (SGLang tokens, vLLM %) (:func:`_quiet_rates`; null
+    where none): what a short log still says of a refused state, at that depth.
     Empty for a llama-server log or a log without a clock.
 
     Example::
@@ -1458,4 +1468,4 @@ def window_throughput(logs) -> dict | None:
 __all__ = ["state_fit", "state_fit_replicates", "served_units", "vllm_interval_s",
            "window_throughput",
            "window_spans",
-           "STATE_FIT_SCHEMA", "PREFILL_FIT_SCHEMA"]
+           "STATE_FIT_SCHEMA", "PREFILL_FIT_SCHEMA", "quiet_kv_text"]

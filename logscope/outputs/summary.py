@@ -119,6 +119,8 @@ def _headline_lines(logs: Logs) -> list[str]:
     elif d["value"] is not None:
         out.append(f"  decode t/s median: {fmt_figure('decode_tps', d['value'])} "
                    f"({d['exactness']}, n = {d['n']})")
+    else:
+        out += _quiet_line(logs)
     g = h["aggregate_decode"]
     if g["value"] is not None:
         out.append(f"  decode rate while {g['active']} streams decode: "
@@ -130,6 +132,23 @@ def _headline_lines(logs: Logs) -> list[str]:
                    f"{max(a['n'], m['n'])} request(s)/window(s), mean accepted length "
                    f"{fmt_figure('mean_accepted_length', m['value'])} ({m['how']})")
     return out
+
+
+def _quiet_line(logs: Logs) -> list[str]:
+    """Window lines with no state identified by the fit: the state with the most quiet
+    intervals, at their depth (:func:`logscope.analysis.window_fit.state_fit`)."""
+    from logscope.analysis.metrics import fmt_figure
+    from logscope.analysis.window_fit import quiet_kv_text, state_fit
+
+    q = state_fit(logs).filter(pl.col("quiet_per_stream") > 0)
+    if q.height == 0:
+        return []
+    r = q.sort("quiet_windows", "decoding").row(-1, named=True)
+    n, kv = r["quiet_windows"], quiet_kv_text(r)
+    return [f"  decode t/s per stream at {r['decoding']} decoding in its {n} quiet interval"
+            f"{'s' if n > 1 else ''}: {fmt_figure('decode_tps', r['quiet_per_stream'])} "
+            f"(window average{', at ' + kv if kv else ''}, not the state's mean: no state "
+            "identified by the window fit; every state: logscope report)"]
 
 
 def json_summary(logs: Logs) -> dict:
