@@ -13,8 +13,9 @@ with millisecond stamps), (4) agent runs as the data-parallel engines of one ser
 (5) as several servers one wrapper interleaves (compose services, pods: each server on its
 own figures, as the report gives them). Per state with at
 least 5 s of decode it prints clean and as served per stream against the truth (or the
-refusal), served throughput, and compare's decode-per-stream and throughput ratios against
-the truth's with whether the 95 % interval holds it.
+refusal), the state's quiet intervals alone (``quiet_per_stream``: a window average at their
+depth, against the truth's clean mean), served throughput, and compare's decode-per-stream
+and throughput ratios against the truth's with whether the 95 % interval holds it.
 """
 
 from __future__ import annotations
