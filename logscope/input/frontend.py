@@ -153,13 +153,24 @@ def _json_entry(line: str) -> tuple[str | None, str]:
             if isinstance(when, int | float):  # fluent-bit: unix seconds
                 when = f"{when:.6f}"
             return f"{outer or ''}{when} {obj.get('stream', '')} {nested or ''}", inner
-    rendered = json_entry_to_text(text)
-    if rendered is not text:
+    obj = _loads(text)   # parsed once for both readings (a long config dump that only
+    if obj is None:      # holds an object fails the same way twice)
+        return None, line
+    rendered = _llama_text(obj)
+    if rendered is not None:
         return outer, rendered
-    got = _structured_entry(text)
+    got = _structured(obj)
     if got is not None:
         return f"{outer or ''}{got[0]}", got[1]
     return None, line
+
+
+def _loads(text: str) -> object | None:
+    """``json.loads(text)``, None where it is not JSON (or nested too deep: hostile input)."""
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return None
 
 
 # the keys of a structured logger's entry (python-json-logger, structlog, zap, bunyan, pino)
@@ -168,12 +179,9 @@ TIME_KEYS = ("asctime", "time", "timestamp", "ts", "@timestamp")
 LEVEL_KEYS = ("levelname", "level", "severity")
 
 
-def _structured_entry(text: str) -> tuple[str, str] | None:
-    """A structured logger's JSON entry -> (its time and level, the message), or None."""
-    try:
-        obj = json.loads(text)
-    except (ValueError, RecursionError):
-        return None
+def _structured(obj: object) -> tuple[str, str] | None:
+    """A structured logger's parsed JSON entry -> (its time and level, the message), or
+    None."""
     if not isinstance(obj, dict):
         return None
     msg = next((obj[k] for k in MESSAGE_KEYS if isinstance(obj.get(k), str)), None)
@@ -200,13 +208,15 @@ def _dumps(v: object) -> str:
 def json_entry_to_text(text: str) -> str:
     """Render a llama.cpp era A/C JSON log object as the era-C text line
     ``LEVEL [func] msg | key=value ...``; anything else is returned unchanged."""
-    try:
-        obj = json.loads(text)
-    except (ValueError, RecursionError):  # not JSON, or nested too deep for json (hostile input)
-        return text
+    rendered = _llama_text(_loads(text))
+    return text if rendered is None else rendered
+
+
+def _llama_text(obj: object) -> str | None:
+    """:func:`json_entry_to_text` of a parsed object; None where it is not llama.cpp's."""
     if not isinstance(obj, dict) or "level" not in obj or "function" not in obj \
             or not ("msg" in obj or "message" in obj):
-        return text  # llama.cpp's objects name the C function; other loggers' do not
+        return None  # llama.cpp's objects name the C function; other loggers' do not
     msg = obj.pop("msg", None)
     if msg is None:
         msg = obj.pop("message", "")
