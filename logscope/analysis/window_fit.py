@@ -1238,9 +1238,10 @@ def state_fit(logs, label: str | None = None) -> pl.DataFrame:
     w, pick = got
     busiest = _busiest(w)
     rows = []
+    quiet = {id(run): _quiet_rates(w, run.inl) for run, _r, _m in pick}   # once per model
     for j, k in enumerate(w.states):
         run, reason, model = pick[j]
-        qn, qr, qkv = _quiet_rates(w, run.inl)
+        qn, qr, qkv = quiet[id(run)]
         est, lo, hi = run.est, run.lo, run.hi
         fitted = run.inl & run.w.fit
         held = int(((run.w.S[:, j] > 0) & fitted).sum())
