@@ -109,6 +109,18 @@ def main() -> None:
               f"{r['a']['cpu']:.2f} | {r['a']['rss']:.0f} | {r['b']['wall']:.2f} | "
               f"{r['b']['cpu']:.2f} | {r['b']['rss']:.0f} | {r['ratio']['wall']:.2f} | "
               f"{r['ratio']['cpu']:.2f} |", flush=True)
+    if "llama-server" in engines:   # a modern one-server log (the second mark)
+        path, _meta = throughput.build_modern(args.mb, 1)
+        ld = load()
+        r = pair([*LOGSCOPE, "ingest", str(path), "--json"],
+                 [sys.executable, str(ROOT / "bench" / "plain.py"), "llama-server", str(path)],
+                 args.runs)
+        out["engines"]["llama-server-modern"] = {"load": ld, "mib": path.stat().st_size / 2**20,
+                                                 **r}
+        print(f"| llama-server, modern one-server log | {path.stat().st_size / 2**20:.0f} MiB "
+              f"| {ld} | {r['a']['wall']:.2f} | {r['a']['cpu']:.2f} | {r['a']['rss']:.0f} | "
+              f"{r['b']['wall']:.2f} | {r['b']['cpu']:.2f} | {r['b']['rss']:.0f} | "
+              f"{r['ratio']['wall']:.2f} | {r['ratio']['cpu']:.2f} |", flush=True)
     if "llama-server" in engines:
         path, _ = throughput.build("llama-server", args.mb, 1)
         gz = path.with_suffix(".log.gz")

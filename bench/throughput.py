@@ -372,15 +372,19 @@ def replay_opaque(lines: list[str], off: int, tasks: TaskIds | None) -> list[str
 # ------------------------------------------------------------------------------------------
 # building the big file
 # ------------------------------------------------------------------------------------------
-def build(engine: str, mb: float, seed: int) -> tuple[Path, dict]:
-    logs = fixture_logs(engine)
+def build(engine: str, mb: float, seed: int, *, name: str | None = None,
+          logs: list[Path] | None = None) -> tuple[Path, dict]:
+    """The deterministic log of ``engine`` (module docstring), from ``logs`` (default: every
+    fixture log of the engine) into ``bench/data/<name>-<mb>mb-seed<seed>.log``."""
+    logs = fixture_logs(engine) if logs is None else logs
+    name = name or engine
     digest = hashlib.sha256()
     for p in logs:
         digest.update(p.relative_to(ROOT).as_posix().encode())
         digest.update(p.read_bytes())
-    key = f"v{BUILDER_VERSION}-{engine}-{mb:g}-{seed}-{digest.hexdigest()[:12]}"
+    key = f"v{BUILDER_VERSION}-{name}-{mb:g}-{seed}-{digest.hexdigest()[:12]}"
     DATA.mkdir(parents=True, exist_ok=True)
-    path = DATA / f"{engine}-{mb:g}mb-seed{seed}.log"
+    path = DATA / f"{name}-{mb:g}mb-seed{seed}.log"
     meta_path = path.with_suffix(".meta.json")
     if path.exists() and meta_path.exists():
         meta = json.loads(meta_path.read_text())
@@ -441,6 +445,14 @@ def build(engine: str, mb: float, seed: int) -> tuple[Path, dict]:
             "build_s": round(time.perf_counter() - t_start, 2), "cached": False}
     meta_path.write_text(json.dumps(meta, indent=1))
     return path, meta
+
+
+def build_modern(mb: float, seed: int) -> tuple[Path, dict]:
+    """A modern llama-server log (one server, no router, this year's line formats): the real
+    runs under ``fixtures/llama-server/corpus/`` (H200 and CPU, with and without a draft model,
+    and two excerpts of a long agent task) replayed request by request as :func:`build` does."""
+    logs = sorted((ROOT / "fixtures" / "llama-server" / "corpus").glob("*.log"))
+    return build("llama-server", mb, seed, name="llama-server-modern", logs=logs)
 
 
 # ------------------------------------------------------------------------------------------
