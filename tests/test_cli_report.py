@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+from pathlib import Path
 
 import polars as pl
 import pytest
@@ -92,6 +93,22 @@ def test_compare_deltas_match_api(tmp_path):
     md = run("compare", GPU, SPEC)
     assert md.exit_code == 0 and "| metric |" in md.output and "%" in md.output
     assert md.stdout.startswith("## Verdict")
+
+
+def test_logs_of_one_file_name_are_told_apart_by_their_folders(tmp_path):
+    from logscope.cli._common import distinct_names
+    assert distinct_names(["a/x/run.log", "b/x/run.log", "c.log"]) == [
+        "a/x/run.log", "b/x/run.log", "c.log"]
+    assert distinct_names(["x.log", "x.log"]) == ["x.log", "x.log (2)"]
+    for d in ("before", "after"):   # the same file name in two folders, as users keep runs
+        (tmp_path / d).mkdir()
+        (tmp_path / d / "server.log").write_bytes(
+            Path(GPU if d == "before" else SPEC).read_bytes())
+    r = run("compare", str(tmp_path / "before" / "server.log"),
+            str(tmp_path / "after" / "server.log"))
+    assert r.exit_code == 0, r.output
+    assert r.stdout.startswith("## Verdict: after/server.log (B) against before/server.log (A)")
+    assert "| before/server.log | n before/server.log | after/server.log |" in r.stdout
 
 
 def test_plot_and_card_commands_write_files(tmp_path):

@@ -45,7 +45,38 @@ def read_each(paths: tuple[str, ...], engine: str = "auto") -> list:
 def labels_for(paths: tuple[str, ...], labels: tuple[str, ...]) -> list[str]:
     if len(labels) > len(paths):
         raise click.UsageError(f"{len(labels)} --label for {len(paths)} LOG(s)")
-    return list(labels) + [Path(p).name for p in paths[len(labels):]]
+    return list(labels) + distinct_names(list(paths))[len(labels):]
+
+
+def distinct_names(paths: list[str]) -> list[str]:
+    """Each path's file name, with as many of its folders as it takes to tell it from the
+    others (``sglang/server.log`` and ``vllm/server.log``); the same path given twice is
+    numbered (``server.log (2)``).
+
+    Example::
+
+        distinct_names(["a/x/run.log", "b/x/run.log", "c.log"])
+        # ['a/x/run.log', 'b/x/run.log', 'c.log']
+    """
+    parts = [Path(p).parts or (p,) for p in paths]
+    depth = [1] * len(paths)
+    while True:
+        names = ["/".join(ps[-d:]) for ps, d in zip(parts, depth, strict=True)]
+        seen: dict[str, list[int]] = {}
+        for i, n in enumerate(names):
+            seen.setdefault(n, []).append(i)
+        grow = [i for same in seen.values() if len(same) > 1 for i in same
+                if depth[i] < len(parts[i])]
+        if not grow:
+            break
+        for i in grow:
+            depth[i] += 1
+    count: dict[str, int] = {}
+    out = []
+    for n in names:
+        count[n] = count.get(n, 0) + 1
+        out.append(n if count[n] == 1 else f"{n} ({count[n]})")
+    return out
 
 
 def check_output(path: str) -> None:

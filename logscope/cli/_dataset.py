@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from logscope.cli._common import InputClickError, read_each
+from logscope.cli._common import InputClickError, distinct_names, read_each
 
 
 def dataset_options(f):  # noqa: ANN001, ANN201 - a click decorator
@@ -44,7 +44,7 @@ def series(logs: tuple[str, ...], labels: tuple[str, ...], engine: str,
                                "of them once, or as many of each")
     if not logs and not pairs:
         raise click.UsageError("give LOGs or --dataset DIR")
-    default = [Path(p).name for p in logs] + [
+    default = distinct_names(list(logs)) + [
         Path(d).name + (f" ({w})" if w else "") for d, w in pairs]
     if len(labels) > len(default):
         raise click.UsageError(f"{len(labels)} --label for {len(default)} series")

@@ -45,7 +45,9 @@ def _num(x) -> str:
 
 @click.command()
 @click.argument("logs", nargs=-1, required=False)
-@click.option("--label", "labels", multiple=True, help="Name per LOG, in order.")
+@click.option("--label", "labels", multiple=True,
+              help="Name per LOG, in order (default: its file name, with as many of its "
+                   "folders as it takes to tell the LOGs apart).")
 @click.option("--format", "fmt", type=click.Choice(["md", "csv", "json"]), default="md",
               show_default=True)
 @click.option("--strict", is_flag=True,

@@ -12,7 +12,8 @@ _opts = [
     click.argument("logs", nargs=-1, required=False),
     click.option("-o", "--output", required=True, help="Output file: .png, .svg or .pdf."),
     click.option("--label", "labels", multiple=True,
-                 help="Series name, once per LOG in order (default: the file name)."),
+                 help="Series name, once per LOG in order (default: the file name, with as many "
+                      "of its folders as it takes to tell the LOGs apart)."),
     engine_option,
     dataset_options,
     telemetry_options,

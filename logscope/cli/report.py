@@ -46,7 +46,9 @@ def nothing_measured(frames: list, names) -> str:  # noqa: ANN001 - logscope.Log
 @click.argument("logs", nargs=-1, required=False)
 @click.option("--format", "fmt", type=click.Choice(["md", "csv", "json"]), default="md",
               show_default=True, help="md: everything; csv: the bench table; json: everything.")
-@click.option("--label", "labels", multiple=True, help="Name per LOG, in order.")
+@click.option("--label", "labels", multiple=True,
+              help="Name per LOG, in order (default: its file name, with as many of its "
+                   "folders as it takes to tell the LOGs apart).")
 @click.option("--at", "at", default=None, metavar="DEPTHS",
               help="Depths to predict prefill t/s at, comma-separated (4096,49152 or 4k,48k); "
                    "predictions only inside the measured depths (×1.25) and the slot's context.")
