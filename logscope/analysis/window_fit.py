@@ -1198,11 +1198,13 @@ def _quiet_rates(w: _Windows, inl: np.ndarray) -> tuple[np.ndarray, np.ndarray, 
 
 def quiet_kv_text(row: dict) -> str:
     """A :func:`state_fit` row's ``quiet_kv`` in the unit its engine prints ("KV 3,621
-    tokens", "KV 38 %"; "" where the lines carry none)."""
+    tokens", "KV 38 %", "KV 0.3 %"; "" where the lines carry none)."""
     kv = row.get("quiet_kv")
     if not kv:
         return ""
-    return f"KV {kv:,.0f} tokens" if row.get("engine") == "sglang" else f"KV {kv:.0f} %"
+    if row.get("engine") == "sglang":
+        return f"KV {kv:,.0f} tokens"
+    return f"KV {kv:.0f} %" if kv >= 10 else f"KV {kv:.1f} %"   # vLLM prints one decimal
 
 
 def state_fit(logs, label: str | None = None) -> pl.DataFrame:
