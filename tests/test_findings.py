@@ -57,6 +57,25 @@ def test_sglang_and_vllm_pressure_findings():
     assert {"preemptions", "kv_pressure", "queueing"} <= vl
 
 
+def test_a_hybrid_models_pools_give_its_kv_usage_and_depth():
+    """A hybrid model prints each pool (``#full token``, ``full token usage``, ``mamba
+    usage``) instead of ``#token`` / ``token usage``: the usage is the fullest pool's (SGLang's
+    own metric is their max) and the depth is the full pool's tokens."""
+    from logscope.analysis.pressure import pressure_summary
+    from logscope.analysis.window_fit import state_fit
+
+    log = FIXTURES / "sglang" / "v0.5.11-pending-token-occupancy.log"
+    lines = _lines(log)
+    assert "mamba usage: 1.00" in lines[23] and ", token usage:" not in lines[23]
+    logs = logscope.read(str(log))
+    kv = {x["rule"]: x for x in findings(logs)}["kv_pressure"]
+    assert "peak 100%" in kv["text"] and f"{log}:24" in kv["evidence"]
+    assert pressure_summary(logs)["kv_usage_max"] == pytest.approx(1.0)
+    swa = logscope.read(str(FIXTURES / "sglang" / "v0.5.10-swa-est-tflops.log"))
+    row = state_fit(swa).row(0, named=True)
+    assert row["quiet_kv"] and row["quiet_kv"] > 1000   # the full pool's tokens, not null
+
+
 @pytest.mark.skipif(not SHARED.exists(), reason="../shared/corpus not present")
 def test_draft_below_break_even_from_the_pair():
     a = logscope.read(str(SHARED / "generated-spec-c32k-np2.log"))

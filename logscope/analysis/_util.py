@@ -110,6 +110,23 @@ def col_or_null(df: pl.DataFrame, name: str, dtype=None) -> pl.Expr:  # noqa: AN
     return e.cast(dtype) if dtype is not None else e
 
 
+def sglang_kv_tokens(df: pl.DataFrame) -> pl.Expr:
+    """SGLang's KV tokens in use by the running requests (Float64): ``#token``, or on a
+    hybrid model (full-attention and sliding-window pools) ``#full token``, the full pool's,
+    which holds every token of the running requests (the depth decode pays for)."""
+    return pl.coalesce(col_or_null(df, "used_tokens", pl.Float64),
+                       col_or_null(df, "full_used_tokens", pl.Float64))
+
+
+def sglang_kv_usage(df: pl.DataFrame) -> pl.Expr:
+    """SGLang's KV usage, 0-1 (Float64): ``token usage``, or on a hybrid model the fullest of
+    its pools (``full``, ``swa``, ``mamba``: SGLang's own ``token_usage`` metric is their max)."""
+    pools = [col_or_null(df, c, pl.Float64) for c in
+             ("full_token_usage", "swa_token_usage", "mamba_usage") if c in df.columns]
+    return pl.coalesce(col_or_null(df, "token_usage", pl.Float64),
+                       pl.max_horizontal(pools) if pools else pl.lit(None, pl.Float64))
+
+
 def label_of(logs, default: str | None = None) -> str:
     if default:
         return default

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from logscope.analysis._util import EXACT, WINDOW, col, label_of, table, with_time
+from logscope.analysis._util import EXACT, WINDOW, col, label_of, sglang_kv_tokens, table, with_time
 
 TG3S = "window (~3 s) per slot"
 
@@ -85,16 +85,16 @@ def decode_windows(logs, label: str | None = None) -> pl.DataFrame:
             pl.lit(None, pl.Int64).alias("running"),
             pl.lit("llama:tg_3s").alias("source"), pl.lit(TG3S).alias("exactness"),
         ).filter(pl.col("tps").is_not_null()).cast(schema))
-    for name, src, thr, run_c, tok_c in (
+    for name, src, thr, run_c, kv_tokens in (
             ("decode_batch", "sglang:decode_batch", "gen_throughput", "running_req",
-             "used_tokens"),
+             sglang_kv_tokens),
             ("engine_stats", "vllm:engine_stats", "gen_throughput", "running_reqs", None)):
         df = table(logs, name)
         if df is None or thr not in df.columns or df[thr].null_count() == df.height:
             continue
         df, basis = with_time(df)
         rc = run_c if run_c in df.columns else None
-        depth = (pl.col(tok_c) / pl.col(rc)).cast(pl.Float64) if tok_c in df.columns and rc \
+        depth = (kv_tokens(df) / pl.col(rc)).cast(pl.Float64) if kv_tokens and rc \
             else pl.lit(None, pl.Float64)
         parts.append(df.select(
             pl.lit(lab).alias("label"), "file", "run",

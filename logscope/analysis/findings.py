@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from logscope.analysis._util import table
+from logscope.analysis._util import col_or_null, sglang_kv_usage, table
 
 MAX_EVIDENCE = 3
 KV_HIGH = 0.90
@@ -95,21 +95,22 @@ def _counted(logs, name: str, rule: str, text) -> list[dict]:
 
 def _kv_and_queue(logs) -> list[dict]:
     out = []
-    for name, usage, scale, queue in (("decode_batch", "token_usage", 1.0, "queue_req"),
-                                      ("engine_stats", "kv_cache_usage_pct", 0.01,
-                                       "waiting_reqs")):
+    for name, usage, queue in (
+            ("decode_batch", sglang_kv_usage, "queue_req"),
+            ("engine_stats", lambda df: col_or_null(df, "kv_cache_usage_pct", pl.Float64) * 0.01,
+             "waiting_reqs")):
         df = table(logs, name)
         if df is None:
             continue
-        if usage in df.columns:
-            hi = df.filter(pl.col(usage).cast(pl.Float64) * scale >= KV_HIGH)
-            if hi.height:
-                peak = float(df[usage].max()) * scale
-                out.append({"rule": "kv_pressure",
-                            "text": f"KV cache at {KV_HIGH:.0%} or more in {hi.height} of "
-                                    f"{df.height} window lines (peak {peak:.0%}): new requests "
-                                    "wait or are retracted/preempted",
-                            "evidence": _where(hi.sort(usage, descending=True))})
+        df = df.with_columns(usage(df).alias("_kv"))
+        hi = df.filter(pl.col("_kv") >= KV_HIGH)
+        if hi.height:
+            peak = float(df["_kv"].max())
+            out.append({"rule": "kv_pressure",
+                        "text": f"KV cache at {KV_HIGH:.0%} or more in {hi.height} of "
+                                f"{df.height} window lines (peak {peak:.0%}): new requests "
+                                "wait or are retracted/preempted",
+                        "evidence": _where(hi.sort("_kv", descending=True))})
         if queue in df.columns:
             q = df.filter(pl.col(queue) > 0)
             if q.height:

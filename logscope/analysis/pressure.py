@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from logscope.analysis._util import WINDOW, col_or_null, label_of, table, with_time
+from logscope.analysis._util import WINDOW, col_or_null, label_of, sglang_kv_usage, table, with_time
 
 EVENT_SCHEMA = {"label": pl.String, "file": pl.String, "run": pl.Int32, "t": pl.Float64,
                 "t_basis": pl.String, "kind": pl.String, "count": pl.Int64,
@@ -60,20 +60,20 @@ def pressure_events(logs, label: str | None = None) -> pl.DataFrame:
 def pressure_timeline(logs, label: str | None = None) -> pl.DataFrame:
     lab = label_of(logs, label)
     parts = []
-    for name, src, usage, scale, running, queued in (
-            ("decode_batch", "sglang:decode_batch", "token_usage", 1.0, "running_req",
+    for name, src, usage, running, queued in (
+            ("decode_batch", "sglang:decode_batch", sglang_kv_usage, "running_req", "queue_req"),
+            ("prefill_batch", "sglang:prefill_batch", sglang_kv_usage, "running_req",
              "queue_req"),
-            ("prefill_batch", "sglang:prefill_batch", "token_usage", 1.0, "running_req",
-             "queue_req"),
-            ("engine_stats", "vllm:engine_stats", "kv_cache_usage_pct", 0.01, "running_reqs",
-             "waiting_reqs")):
+            ("engine_stats", "vllm:engine_stats",
+             lambda df: col_or_null(df, "kv_cache_usage_pct", pl.Float64) * 0.01,
+             "running_reqs", "waiting_reqs")):
         df = table(logs, name)
         if df is None:
             continue
         df, basis = with_time(df)
         parts.append(df.select(
             pl.lit(lab).alias("label"), "file", "run", "t", pl.lit(basis).alias("t_basis"),
-            (col_or_null(df, usage, pl.Float64) * scale).alias("kv_usage"),
+            usage(df).alias("kv_usage"),
             col_or_null(df, running, pl.Int64).alias("running"),
             col_or_null(df, queued, pl.Int64).alias("queued"),
             pl.lit(src).alias("source"), pl.lit(WINDOW).alias("exactness")).cast(TIMELINE_SCHEMA))

@@ -77,7 +77,14 @@ from dataclasses import dataclass, field
 import numpy as np
 import polars as pl
 
-from logscope.analysis._util import col_or_null, label_of, remembered, table, with_time
+from logscope.analysis._util import (
+    col_or_null,
+    label_of,
+    remembered,
+    sglang_kv_tokens,
+    table,
+    with_time,
+)
 from logscope.analysis.windows import DECODE_LOG_INTERVAL, resolution_s, run_intervals
 
 MIN_WINDOWS = 3          # intervals that must hold a state for its step to be a term
@@ -287,7 +294,7 @@ def _sglang(logs) -> _Windows | None:
                        pl.col("running_req").cast(pl.Int64).alias("run"),
                        col_or_null(db, "accept_len", pl.Float64).alias("acc"),
                        pl.col("gen_throughput").cast(pl.Float64).alias("thr"),
-                       col_or_null(db, "used_tokens", pl.Float64).alias("kv"),
+                       sglang_kv_tokens(db).alias("kv"),
                        pl.lit(None, pl.Int64).alias("new"),
                        pl.lit(None, pl.Int64).alias("cached"))]
     if pb is not None:
