@@ -21,7 +21,8 @@ count.
 SGLang and vLLM print no per-request timings; :func:`window_table` gives their rows from the
 window lines turned into time: per-stream decode per concurrency state (``tg (window) @
 decoding=2``), SGLang's chunked prompts by depth (``pp (chunks) @ d8192``), vLLM's prompt
-tokens per interval (``pp (interval) @ running=2``), labelled ``server window average``.
+tokens per interval (``pp (busiest interval, at least) @ running=2``), labelled ``server
+window average``.
 
 Rows that measure nothing are left out: a ``pp`` row needs at least 64 computed prompt tokens
 (a full cache hit computes 1), a ``tg`` row at least 16 generated. A bucket whose requests are
@@ -197,9 +198,10 @@ def window_table(logs, label: str | None = None) -> pl.DataFrame:
     * ``pp (chunks) @ dD``: SGLang's chunked prompts timed between consecutive ``Prefill
       batch`` lines with nothing decoding, the rows of :func:`prefill_by_depth` (tokens ÷
       seconds of the bucket's stretches).
-    * ``pp (interval) @ running=N``: vLLM, whose lines give no depth: the prompt tokens its
-      stats intervals computed ÷ their seconds, pooled over the intervals with prompt tokens —
-      a lower bound of prefill speed (the interval also decodes and idles), said as such.
+    * ``pp (busiest interval, at least) @ running=N``: vLLM, whose lines give no depth: the
+      most prompt tokens one stats interval computed ÷ its seconds (``n`` = the intervals with
+      at least ``MIN_PREFILL_TOKENS`` prompt tokens) — a lower bound of prefill speed (an
+      interval also decodes and idles).
 
     Example::
 
@@ -234,15 +236,19 @@ def window_table(logs, label: str | None = None) -> pl.DataFrame:
                          "tps_mean": r["tps"], "tps_std": None, "n": r["n"]})
     es = table(logs, "engine_stats")
     if es is not None and "prompt_throughput" in es.columns and "running_reqs" in es.columns:
-        pi = (es.filter(pl.col("prompt_throughput") > 0, pl.col("running_reqs") > 0)
+        # each interval's prompt tokens ÷ its seconds is at most the prefill's speed (the
+        # interval also decodes and idles): the busiest interval is the tightest such bound
+        from logscope.analysis.window_fit import vllm_interval_s
+        iv = vllm_interval_s(logs) or 0.0   # an interval of fewer prompt tokens measures nothing
+        pi = (es.filter(pl.col("prompt_throughput") * iv >= MIN_PREFILL_TOKENS,
+                        pl.col("running_reqs") > 0)
               .group_by(pl.col("running_reqs").cast(pl.Int64).alias("running"))
-              .agg(pl.col("prompt_throughput").mean().alias("tps"),
-                   pl.col("prompt_throughput").std().alias("std"), pl.len().alias("n"))
+              .agg(pl.col("prompt_throughput").max().alias("tps"), pl.len().alias("n"))
               .sort("running"))
         for r in pi.iter_rows(named=True):
-            rows.append({"test": f"pp (interval) @ running={r['running']}", "kind": "pp",
-                         "depth_bucket": None, "tps_mean": r["tps"], "tps_std": r["std"],
-                         "n": r["n"]})
+            rows.append({"test": f"pp (busiest interval, at least) @ running={r['running']}",
+                         "kind": "pp", "depth_bucket": None, "tps_mean": r["tps"],
+                         "tps_std": None, "n": r["n"]})
     if not rows:
         return pl.DataFrame(schema=BENCH_SCHEMA)
     out = pl.DataFrame(rows, infer_schema_length=None).with_columns(
