@@ -127,6 +127,11 @@ def sglang_kv_usage(df: pl.DataFrame) -> pl.Expr:
                        pl.max_horizontal(pools) if pools else pl.lit(None, pl.Float64))
 
 
+def vllm_kv_usage(df: pl.DataFrame) -> pl.Expr:
+    """vLLM's KV usage, 0-1 (Float64), from its ``GPU KV cache usage`` percentage."""
+    return col_or_null(df, "kv_cache_usage_pct", pl.Float64) * 0.01
+
+
 def label_of(logs, default: str | None = None) -> str:
     if default:
         return default

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from logscope.analysis._util import col_or_null, sglang_kv_usage, table
+from logscope.analysis._util import sglang_kv_usage, table, vllm_kv_usage
 
 MAX_EVIDENCE = 3
 KV_HIGH = 0.90
@@ -95,10 +95,8 @@ def _counted(logs, name: str, rule: str, text) -> list[dict]:
 
 def _kv_and_queue(logs) -> list[dict]:
     out = []
-    for name, usage, queue in (
-            ("decode_batch", sglang_kv_usage, "queue_req"),
-            ("engine_stats", lambda df: col_or_null(df, "kv_cache_usage_pct", pl.Float64) * 0.01,
-             "waiting_reqs")):
+    for name, usage, queue in (("decode_batch", sglang_kv_usage, "queue_req"),
+                               ("engine_stats", vllm_kv_usage, "waiting_reqs")):
         df = table(logs, name)
         if df is None:
             continue

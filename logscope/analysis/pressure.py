@@ -17,7 +17,15 @@ from __future__ import annotations
 
 import polars as pl
 
-from logscope.analysis._util import WINDOW, col_or_null, label_of, sglang_kv_usage, table, with_time
+from logscope.analysis._util import (
+    WINDOW,
+    col_or_null,
+    label_of,
+    sglang_kv_usage,
+    table,
+    vllm_kv_usage,
+    with_time,
+)
 
 EVENT_SCHEMA = {"label": pl.String, "file": pl.String, "run": pl.Int32, "t": pl.Float64,
                 "t_basis": pl.String, "kind": pl.String, "count": pl.Int64,
@@ -64,9 +72,8 @@ def pressure_timeline(logs, label: str | None = None) -> pl.DataFrame:
             ("decode_batch", "sglang:decode_batch", sglang_kv_usage, "running_req", "queue_req"),
             ("prefill_batch", "sglang:prefill_batch", sglang_kv_usage, "running_req",
              "queue_req"),
-            ("engine_stats", "vllm:engine_stats",
-             lambda df: col_or_null(df, "kv_cache_usage_pct", pl.Float64) * 0.01,
-             "running_reqs", "waiting_reqs")):
+            ("engine_stats", "vllm:engine_stats", vllm_kv_usage, "running_reqs",
+             "waiting_reqs")):
         df = table(logs, name)
         if df is None:
             continue

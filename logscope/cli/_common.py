@@ -58,10 +58,11 @@ def distinct_names(paths: list[str]) -> list[str]:
         distinct_names(["a/x/run.log", "b/x/run.log", "c.log"])
         # ['a/x/run.log', 'b/x/run.log', 'c.log']
     """
-    parts = [Path(p).parts or (p,) for p in paths]
-    depth = [1] * len(paths)
+    unique = list(dict.fromkeys(str(Path(p)) for p in paths))
+    parts = [Path(p).parts or (p,) for p in unique]
+    depth = [1] * len(unique)
     while True:
-        names = ["/".join(ps[-d:]) for ps, d in zip(parts, depth, strict=True)]
+        names = [str(Path(*ps[-d:])) for ps, d in zip(parts, depth, strict=True)]
         seen: dict[str, list[int]] = {}
         for i, n in enumerate(names):
             seen.setdefault(n, []).append(i)
@@ -71,9 +72,11 @@ def distinct_names(paths: list[str]) -> list[str]:
             break
         for i in grow:
             depth[i] += 1
+    name_of = dict(zip(unique, names, strict=True))
     count: dict[str, int] = {}
     out = []
-    for n in names:
+    for p in paths:
+        n = name_of[str(Path(p))]
         count[n] = count.get(n, 0) + 1
         out.append(n if count[n] == 1 else f"{n} ({count[n]})")
     return out
