@@ -12,7 +12,10 @@ pair by pair (the machine's speed drifts on a shared box; a pair sees the same d
 median is reported, with the medians of wall time, CPU time (user + system of the child) and
 peak RSS (``ru_maxrss`` of the child, from ``os.wait4``).
 
-Then, for llama-server, ``logscope ingest LOG.gz --json`` against ``logscope ingest LOG --json``
+With llama-server, the same pair on a modern one-server log too (``throughput.build_modern``:
+the real runs under ``fixtures/llama-server/corpus/`` replayed request by request, this year's
+line formats, no router). Then, for llama-server, ``logscope ingest LOG.gz --json`` against
+``logscope ingest LOG --json``
 (the same log gzipped, level 6), and ``logscope --help`` alone. The load average before each
 engine is printed: quote it with the figures.
 """
