@@ -99,3 +99,18 @@ def test_card_carries_the_verdict(tmp_path):
     r = CliRunner().invoke(cli, ["card", str(BASE), "--vs", str(SPEC), "-o", str(out)])
     assert r.exit_code == 0, r.output
     assert out.stat().st_size > 20_000
+
+
+def test_a_llama_server_log_against_a_window_log_gets_a_decode_verdict():
+    """One side gives per-request figures, the other window lines: no state can be matched,
+    so each run's per-stream decode as served is compared, and the sentence says both units
+    (before: "no concurrency state seen on both sides", though both served four streams)."""
+    from tests.conftest import FIXTURES
+    llama = logscope.read(str(CORPUS / "generated-gpu-q8kv-c256k-np2.log"))
+    sglang = logscope.read(str(FIXTURES / "sglang" / "rendered" / "q8kv-c256k-np2.log"))
+    d = {r["question"]: r for r in verdict(llama, sglang, ("llama", "sglang"))}[
+        "decode_per_stream"]
+    assert d["ratio"] is not None and d["ci95"][0] < d["ratio"] < d["ci95"][1]
+    assert "no state matched" in d["sentence"]
+    assert "every request's exact rate on llama" in d["sentence"]
+    assert "the window intervals' per-stream rates on sglang" in d["sentence"]

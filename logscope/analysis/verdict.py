@@ -324,24 +324,34 @@ def _streams_differ(a, b) -> tuple[int | None, int | None] | None:
     return None
 
 
-def _as_served(lg) -> pl.DataFrame:
+def _as_served(lg) -> tuple[pl.DataFrame, str]:
+    """(units, what they are) of a run's per-stream decode as served."""
     from logscope.analysis.served import _per_stream_units
-    v, w, _ = _per_stream_units(lg)
-    return pl.DataFrame({"stratum": np.zeros(len(v), dtype=np.int64), "value": v, "weight": w})
+    v, w, src = _per_stream_units(lg)
+    what = ("every request's exact rate" if src.startswith("median of the requests")
+            else "the window intervals' per-stream rates")
+    return (pl.DataFrame({"stratum": np.zeros(len(v), dtype=np.int64), "value": v,
+                          "weight": w}), what)
 
 
 def _decode_per_stream_served(a, b, names, rng, ks) -> dict:
+    """Each run's per-stream decode as served, when states cannot be matched: the runs serve
+    different numbers of streams (``ks``), or one log gives per-request figures and the other
+    window lines (``ks`` None)."""
     what = "decode per stream as served"
-    ua, ub = _as_served(a), _as_served(b)
+    (ua, wa), (ub, wb) = _as_served(a), _as_served(b)
     if ua.height == 0 or ub.height == 0:
         return _row("decode_per_stream", None, names, what,
                     "no decode figures on " + (names[0] if ua.height == 0 else names[1]))
     r = _matched_ratio(ua, ub, rng)
-    r["matched"] = (f"; as served: {ks[0]} against {ks[1]} streams, every request's exact "
-                    "rate, stalls and other slots' prefill included")
+    head = (f"{ks[0]} against {ks[1]} streams" if ks else
+            "no state matched (one log gives per-request figures, the other window lines)")
+    basis = wa if wa == wb else f"{wa} on {names[0]} against {wb} on {names[1]}"
+    r["matched"] = f"; as served: {head}, {basis}, stalls and other slots' prefill included"
     r["tail"] = " per stream as served"
     row = _row("decode_per_stream", r, names, what)
-    row["units"] = "requests as served"
+    row["units"] = "requests as served" if wa == wb == "every request's exact rate" else (
+        "as served")
     return row
 
 
@@ -381,7 +391,7 @@ def _decode_per_stream(a, b, names, rng) -> dict:
             row["weights"] = r["weights"]
             return row
     ks = _streams_differ(a, b)
-    if ks is not None:
+    if ks is not None or ka != kb:
         return _decode_per_stream_served(a, b, names, rng, ks)
     if ua.height == 0 or ub.height == 0:
         return _row("decode_per_stream", None, names, what,
