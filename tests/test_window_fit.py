@@ -482,3 +482,29 @@ def test_states_refused_alike_share_one_line():
     assert "- decode per stream: no figure at 6, 8, 9, 10 and 11 decoding: the step time is " \
            "not identified: 0 interval(s) run this state throughout (3 needed)" in out
     assert out.count("VLLM_LOG_STATS_INTERVAL=1 in the server's environment") == 1
+    # ingest's summary says there is no figure, and where the reason is
+    out = CliRunner().invoke(
+        cli, ["ingest", str(FIXTURES / "vllm" / "v0.6.2-preemption-compose.log")]).output
+    assert ("decode t/s per stream: no state identified by the window fit (its intervals mix "
+            "states or hold prompts; why and the setting that cures it: logscope report)") in out
+
+
+def test_a_one_stream_vllm_log_states_its_busiest_interval_as_a_lower_bound(tmp_path):
+    """A one-slot vLLM server whose every interval holds a turn's prompt: no state is
+    identified, and ingest's summary gives the busiest interval's rate as at least that."""
+    from click.testing import CliRunner
+
+    from logscope.cli import cli
+
+    rows = [(300.0, 80.0), (250.0, 95.0), (400.0, 70.0), (280.0, 90.0), (310.0, 85.0)]
+    lines = [f"INFO 11-20 09:{10 * (i + 1) // 60:02d}:{10 * (i + 1) % 60:02d} [loggers.py:123] "
+             f"Engine 000: Avg prompt throughput: {p:.1f} tokens/s, Avg generation throughput: "
+             f"{g:.1f} tokens/s, Running: 1 reqs, Waiting: 0 reqs, GPU KV cache usage: 3.0%, "
+             "Prefix cache hit rate: 0.0%" for i, (p, g) in enumerate(rows)]
+    (tmp_path / "one.log").write_text("\n".join(lines) + "\n")
+    fit = state_fit(logscope.read(str(tmp_path / "one.log")))
+    r = fit.row(by_predicate=pl.col("decoding") == 1, named=True)
+    assert r["reason"] and r["busiest_per_stream"] is not None
+    out = CliRunner().invoke(cli, ["ingest", str(tmp_path / "one.log")]).output
+    assert (f"decode t/s per stream at 1 decoding: at least {r['busiest_per_stream']:.2f} "
+            "(the busiest window interval, a lower bound") in out

@@ -140,15 +140,34 @@ def _quiet_line(logs: Logs) -> list[str]:
     from logscope.analysis.metrics import fmt_figure
     from logscope.analysis.window_fit import quiet_kv_text, state_fit
 
-    q = state_fit(logs).filter(pl.col("quiet_per_stream") > 0)
+    sf = state_fit(logs)
+    q = sf.filter(pl.col("quiet_per_stream") > 0)
     if q.height == 0:
-        return []
+        return _no_window_figure(sf)
     r = q.sort("quiet_windows", "decoding").row(-1, named=True)
     n, kv = r["quiet_windows"], quiet_kv_text(r)
     return [f"  decode t/s per stream at {r['decoding']} decoding in its {n} quiet interval"
             f"{'s' if n > 1 else ''}: {fmt_figure('decode_tps', r['quiet_per_stream'])} "
             f"(window average{', at ' + kv if kv else ''}, not the state's mean: no state "
             "identified by the window fit; every state: logscope report)"]
+
+
+def _no_window_figure(sf: pl.DataFrame) -> list[str]:
+    """Window lines that give no per-stream figure at all: a one-stream vLLM log's busiest
+    interval (a lower bound), else that there is none and where the reason is."""
+    from logscope.analysis.metrics import fmt_figure
+
+    if sf.height == 0:
+        return []
+    b = sf.filter(pl.col("busiest_per_stream") > 0)
+    if b.height:
+        r = b.row(0, named=True)
+        return [f"  decode t/s per stream at {r['decoding']} decoding: at least "
+                f"{fmt_figure('decode_tps', r['busiest_per_stream'])} (the busiest window "
+                "interval, a lower bound: every interval also holds a prompt and the idle "
+                "before it; why and the setting that cures it: logscope report)"]
+    return ["  decode t/s per stream: no state identified by the window fit (its intervals "
+            "mix states or hold prompts; why and the setting that cures it: logscope report)"]
 
 
 def json_summary(logs: Logs) -> dict:
