@@ -506,5 +506,6 @@ def test_a_one_stream_vllm_log_states_its_busiest_interval_as_a_lower_bound(tmp_
     r = fit.row(by_predicate=pl.col("decoding") == 1, named=True)
     assert r["reason"] and r["busiest_per_stream"] is not None
     out = CliRunner().invoke(cli, ["ingest", str(tmp_path / "one.log")]).output
-    assert (f"decode t/s per stream at 1 decoding: at least {r['busiest_per_stream']:.2f} "
-            "(the busiest window interval, a lower bound") in out
+    assert (f"decode t/s per stream at 1 decoding: at least {r['busiest_per_stream']:.2f} in "
+            "the busiest window interval (a lower bound of the rate at its depth, not the "
+            "run's mean") in out

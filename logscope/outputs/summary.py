@@ -163,9 +163,10 @@ def _no_window_figure(sf: pl.DataFrame) -> list[str]:
     if b.height:
         r = b.row(0, named=True)
         return [f"  decode t/s per stream at {r['decoding']} decoding: at least "
-                f"{fmt_figure('decode_tps', r['busiest_per_stream'])} (the busiest window "
-                "interval, a lower bound: every interval also holds a prompt and the idle "
-                "before it; why and the setting that cures it: logscope report)"]
+                f"{fmt_figure('decode_tps', r['busiest_per_stream'])} in the busiest window "
+                "interval (a lower bound of the rate at its depth, not the run's mean: every "
+                "interval also holds a prompt and the idle before it; why and the setting "
+                "that cures it: logscope report)"]
     return ["  decode t/s per stream: no state identified by the window fit (its intervals "
             "mix states or hold prompts; why and the setting that cures it: logscope report)"]
 
