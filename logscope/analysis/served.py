@@ -97,6 +97,9 @@ def _served_span(st: pl.DataFrame) -> pl.DataFrame:
             .filter(pl.col("_a") > 0, pl.col("_b") > 0).drop("_a", "_b"))
 
 
+REQUEST_RATES = "median of the requests' exact decode rates"   # a source _per_stream_units names
+
+
 def _per_stream_units(logs) -> tuple[np.ndarray, np.ndarray, str]:
     """(values, weights, source) of the per-stream speed the requests got as served."""
     req = table(logs, "requests")
@@ -105,8 +108,7 @@ def _per_stream_units(logs) -> tuple[np.ndarray, np.ndarray, str]:
                        pl.col("decode_ms").is_not_null() if "decode_ms" in req.columns
                        else pl.lit(True))
         if r.height:
-            return (r["decode_tps"].to_numpy(), np.ones(r.height),
-                    "median of the requests' exact decode rates")
+            return r["decode_tps"].to_numpy(), np.ones(r.height), REQUEST_RATES
     s = decode_samples(logs).filter(pl.col("unit") == "window", pl.col("tps") > 0)
     if s.height:
         return (s["tps"].to_numpy(), s["seconds"].to_numpy(),

@@ -326,9 +326,9 @@ def _streams_differ(a, b) -> tuple[int | None, int | None] | None:
 
 def _as_served(lg) -> tuple[pl.DataFrame, str]:
     """(units, what they are) of a run's per-stream decode as served."""
-    from logscope.analysis.served import _per_stream_units
+    from logscope.analysis.served import REQUEST_RATES, _per_stream_units
     v, w, src = _per_stream_units(lg)
-    what = ("every request's exact rate" if src.startswith("median of the requests")
+    what = ("every request's exact rate" if src == REQUEST_RATES
             else "the window intervals' per-stream rates")
     return (pl.DataFrame({"stratum": np.zeros(len(v), dtype=np.int64), "value": v,
                           "weight": w}), what)

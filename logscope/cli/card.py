@@ -31,8 +31,8 @@ def card(log, output, label, vs, server, engine):
 
     check_output(output)
     (log,) = split_telemetry((log,))  # LOG=CSV pairs the log with its telemetry
-    name, vs_name = (labels_for((log, vs), (label,) if label else ()) if vs
-                     else (labels_for((log,), (label,) if label else ())[0], None))
+    names = labels_for((log, vs) if vs else (log,), (label,) if label else ())
+    name = names[0]
     logs = _one_server(read_each((log,), engine)[0], log, server)
     if server:
         name = f"{name} [{server}]"
@@ -41,7 +41,7 @@ def card(log, output, label, vs, server, engine):
         from logscope.analysis.verdict import verdict
 
         other = read_each((vs,), engine)[0]
-        verdicts = verdict(other, logs, (vs_name, name))
+        verdicts = verdict(other, logs, (names[1], name))
     save(no_data(card_fig, logs, name, verdicts=verdicts), output)
 
 
