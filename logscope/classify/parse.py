@@ -237,6 +237,17 @@ def _env_field(g: CompiledGrammar, group: str) -> str:
 MAX_RETRIES = 8  # later starts tried when a match begins inside a word
 _WORD_HEX = [f"{ord(c):02x}" for c in
              "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_"]
+# ``str.find`` gives a byte offset up to Polars 2.1 and a character offset from 2.2 on
+_FIND_COUNTS_CHARS = pl.Series(["\u00e9x"]).str.find("x").item() == 1
+
+
+def _find_bytes(text: pl.Series, pattern: str) -> pl.Series:
+    """The byte offset of ``pattern``'s first match in each of ``text``, null where none."""
+    pos = text.str.find(pattern)
+    if not _FIND_COUNTS_CHARS or pos.null_count() == pos.len():
+        return pos
+    return pl.select(pl.when(pos > 0).then(text.str.slice(0, pos).str.len_bytes())
+                     .otherwise(pos).cast(pos.dtype)).to_series().alias(pos.name)
 
 
 def _locate(cand: pl.DataFrame, located: str) -> pl.DataFrame | None:
@@ -244,7 +255,7 @@ def _locate(cand: pl.DataFrame, located: str) -> pl.DataFrame | None:
     the message starts. A match that starts inside a word (``2024-02-21T...`` read from its
     ``-02-21``) is searched again after that point, a few times."""
     text = cand.get_column("text")
-    pos = text.str.find(located)
+    pos = _find_bytes(text, located)
     if pos.null_count() == pos.len():
         return None
     found = cand.with_columns(pos.alias("_pos")).filter(pl.col("_pos").is_not_null())
@@ -260,8 +271,8 @@ def _locate(cand: pl.DataFrame, located: str) -> pl.DataFrame | None:
             break
         done.append(found.filter(~bad))
         redo = found.filter(bad)
-        rest = redo.select(pl.col("text").cast(pl.Binary).bin.slice(pl.col("_pos") + 1)
-                           .cast(pl.String)).to_series().str.find(located)
+        rest = _find_bytes(redo.select(pl.col("text").cast(pl.Binary).bin.slice(pl.col("_pos") + 1)
+                                       .cast(pl.String)).to_series(), located)
         found = redo.with_columns((pl.col("_pos") + 1 + rest).alias("_pos")).filter(
             pl.col("_pos").is_not_null())
     else:
