@@ -188,3 +188,68 @@ def test_an_alternations_literals_route_every_line_the_variant_matches(engine):
                 found += 1
                 assert any(a in text for a in v.any_of), (where, v.name, text)
     assert found or not routed
+
+
+def _rep_items(engine: str) -> list[tuple]:
+    g = load_grammar(engine)
+    reps = {(rep.item_regex, rep.routing_regex): rep for v in g.variants for rep in v.reps}
+    lines = [raw for _, raw in _fixture_lines(engine)]
+    return [(rep, sorted({m.group(0) for raw in lines for m in re.finditer(rep.item_regex, raw)}))
+            for rep in reps.values()]
+
+
+REP_ITEMS = [(e, rep, items) for e in available_engines() for rep, items in _rep_items(e)
+             if items]
+
+
+@pytest.mark.parametrize("k", range(len(REP_ITEMS)))
+def test_shape_regex_reads_a_span_as_item_by_item_routing_does(k):
+    """Spans of one shape are read with one regex built from their first line; the result is
+    the item-by-item path's on spans of the fixtures' items in any order, repeated, with their
+    digits changed, with text between them, some of no member."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    from logscope.classify import parse
+
+    _engine, rep, items = REP_ITEMS[k]
+    span = st.lists(st.tuples(st.sampled_from(items), st.sampled_from(["", "", " x", ", ?"])),
+                    max_size=8).map(lambda its: "".join(i + gap for i, gap in its))
+    digits = st.integers(0, 2**32 - 1)
+
+    def jitter(text: str, seed: int) -> str:  # each digit run: the same, longer or shorter
+        import random
+        r = random.Random(seed)
+        return re.sub(r"[0-9]+", lambda m: r.choice([m.group(), str(r.randrange(10**6)),
+                                                     m.group()[:1]]), text)
+
+    def compare(spans: list[tuple[str, int]]) -> None:
+        out = pl.DataFrame({"_row": range(len(spans)),
+                            rep.group: [jitter(s, seed) for s, seed in spans]},
+                           schema={"_row": pl.UInt32, rep.group: pl.String})
+        got = parse._expand_rep(out, rep)
+        shapes, parse.MAX_SHAPES = parse.MAX_SHAPES, 0
+        try:
+            want = parse._expand_rep(out, rep)
+        finally:
+            parse.MAX_SHAPES = shapes
+        assert got.to_dicts() == want.to_dicts()
+        assert got.schema == want.schema
+
+    # a field two members give, their items in the order opposite to the grammar's; a key twice
+    member_of = {t: next((i for i, m in enumerate(rep.members) if re.fullmatch(m.regex[1:-1], t)),
+                         None) for t in items}
+    givers = {}
+    for t, i in member_of.items():
+        for f in (rep.members[i].fields if i is not None else ()):
+            givers.setdefault(f, {}).setdefault(i, t)
+    fixed = ["".join(t for _, t in sorted(by.items(), reverse=True))
+             for by in givers.values() if len(by) > 1] + [items[0] + items[-1] + items[0]]
+    compare([(s, 0) for s in fixed])
+
+    @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(spans=st.lists(st.tuples(span, digits), min_size=1, max_size=12))
+    def check(spans):
+        compare(spans)
+
+    check()
