@@ -264,3 +264,19 @@ def test_out_of_range_integer_is_null_on_both_paths(tmp_path):
     per = classify_line(line, ["llama-server"])[3]
     assert batch["slot"] is None and per["slot"] is None
     assert batch["task"] == per["task"] == 7
+
+
+def test_message_offsets_are_bytes_whatever_polars_counts():
+    """Where a message starts is a byte offset (the prefix is cut from the line's bytes): after
+    a non-ASCII prefix, at the line's start, in a null row and in a row with no message, the
+    same on Polars releases whose ``str.find`` counts bytes and on those that count
+    characters; rows with the message at their start and rows with a prefix mixed in one call."""
+    import polars as pl
+
+    from logscope.classify.parse import _find_bytes
+
+    text = pl.Series("text", ["déc. 08 gpu-box: Decode x", "Decode y", "\ufeffDecode z", None,
+                              "nothing here"])
+    assert _find_bytes(text, "Decode [a-z]$").to_list() == [18, 0, 3, None, None]
+    assert _find_bytes(text.slice(1, 1), "Decode [a-z]$").to_list() == [0]
+    assert _find_bytes(text.slice(2, 1), "Decode [a-z]$").to_list() == [3]
