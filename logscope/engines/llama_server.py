@@ -263,12 +263,13 @@ class LlamaStream(Stream):
         at_prev = (self._w(pl.when(candidate).then(requests_before).shift(1).forward_fill())
                    .fill_null(pl.col("_sat")).fill_null(0))
         restart = backstep | (is_start & (requests_before > at_prev))
-        df = df.with_columns(
+        # lazily, so that the expressions the columns share are computed once
+        df = df.lazy().with_columns(
             (self._w(restart.cast(pl.Int32).cum_sum()) + pl.col("_srun").fill_null(1))
             .alias("run"),
             t.alias("_st"), (requests_before + is_request).alias("_sreq"),
             self._w(pl.when(candidate).then(requests_before).forward_fill())
-            .fill_null(pl.col("_sat")).alias("_sat"))
+            .fill_null(pl.col("_sat")).alias("_sat")).collect()
         self.runs.update(last_per_group(df, GRP, [
             pl.col("_st").last(), pl.col("_sreq").last(), pl.col("_sat").last(),
             pl.col("run").last().alias("_srun")]))
