@@ -330,23 +330,7 @@ _FIND_COUNTS_CHARS = pl.Series(["\u00e9x"]).str.find("x").item() == 1
 
 
 def _find_bytes(text: pl.Series, pattern: str) -> pl.Series:
-    """The byte offset of ``pattern``'s first match in each of ``text``, null where none.
-
-    Most messages start their line: an anchored match (one forward scan) settles those rows,
-    and only the others pay for the unanchored search (which also scans back for the start)."""
-    at0 = text.str.contains(f"^(?:{pattern})").fill_null(False)
-    n0 = at0.sum()
-    if n0 == text.len():
-        return pl.zeros(text.len(), dtype=pl.UInt32, eager=True).alias(text.name)
-    if n0 == 0:
-        return _find_unanchored(text, pattern)
-    rest = (~at0).arg_true()
-    found = _find_unanchored(text.gather(rest), pattern).cast(pl.UInt32)
-    return (pl.zeros(text.len(), dtype=pl.UInt32, eager=True).scatter(rest, found)
-            .alias(text.name))
-
-
-def _find_unanchored(text: pl.Series, pattern: str) -> pl.Series:
+    """The byte offset of ``pattern``'s first match in each of ``text``, null where none."""
     pos = text.str.find(pattern)
     if not _FIND_COUNTS_CHARS or pos.null_count() == pos.len():
         return pos
