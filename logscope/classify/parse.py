@@ -334,8 +334,11 @@ def _find_bytes(text: pl.Series, pattern: str) -> pl.Series:
     pos = text.str.find(pattern)
     if not _FIND_COUNTS_CHARS or pos.null_count() == pos.len():
         return pos
-    return pl.select(pl.when(pos > 0).then(text.str.slice(0, pos).str.len_bytes())
-                     .otherwise(pos).cast(pos.dtype)).to_series().alias(pos.name)
+    at = (pos > 0).fill_null(False).arg_true()  # only a message after a prefix needs the bytes
+    if not at.len():
+        return pos
+    prefix = text.gather(at).str.slice(0, pos.gather(at)).str.len_bytes()
+    return pos.scatter(at, prefix.cast(pos.dtype))
 
 
 def _locate(cand: pl.DataFrame, located: str) -> pl.DataFrame | None:
