@@ -108,123 +108,22 @@ def _extract(sub: pl.DataFrame, v: Variant) -> pl.DataFrame:
 _REP_SCHEMAS: dict[tuple, pl.Schema] = {}  # (repetition, members that took items) -> schema
 
 
-def _rep_schema(rep: Repetition, took: list[int]) -> pl.Schema:
-    """The fields the members in ``took`` give, in grammar order, each with the supertype of its
-    givers' dtypes: the columns a key/value span expands to."""
-    sk = (rep.routing_regex, tuple(tuple(mem.fields.items()) for mem in rep.members),
-          tuple(took))
-    if sk not in _REP_SCHEMAS:
-        _REP_SCHEMAS[sk] = pl.concat(
-            [pl.DataFrame(schema={f: pl.String for f in rep.members[i].fields}).select(
-                cast(pl.col(f), d) for f, d in rep.members[i].fields.items()) for i in took],
-            how="diagonal_relaxed").schema
-    return _REP_SCHEMAS[sk]
-
-
 def _expand_rep(out: pl.DataFrame, rep: Repetition) -> pl.DataFrame:
     """Key/value family: split the repeated span into items; each item belongs to the first
     member (in grammar order) that matches it whole, as on the per-line path; per field, the
     first non-null value of a row (members in grammar order, then items in line order) wins.
 
-    Lines of one shape (the same keys, in the same order, with the same text between them) are
-    read with one regex built for that shape (:func:`_rep_by_shape`); the lines of shapes past
-    the first few go item by item (:func:`_rep_by_item`)."""
-    span = out.get_column(rep.group).alias("_s")
-    out = out.drop(rep.group)
-    fields = _rep_by_shape(span, rep)
-    if fields is None:
-        return out
-    schema = fields.schema
-    clash = [f for f in schema.names() if f in out.columns]
-    fields = fields.rename({f: f"{f}__m" for f in clash})
-    out = (out.with_row_index("_o").join(fields, on="_o", how="left", maintain_order="left")
-           .drop("_o"))
-    if clash:
-        out = out.with_columns([pl.coalesce(f, f"{f}__m").alias(f) for f in clash]).drop(
-            [f"{f}__m" for f in clash])
-    return out
-
-
-MAX_SHAPES = 6  # shapes read with their own regex per span column; the rest go item by item
-
-
-def _shape_regex(rep: Repetition, text: str) -> tuple[str, list[tuple[str, str, str]],
-                                                       set[int]] | None:
-    """The regex of ``text``'s shape: its items' members in line order, the text between them
-    literal, each item's fields in groups of their own; with (field, group, dtype) in the order
-    the first non-null value wins, and the members that take an item. None when an item is no
-    member's (left to the item-by-item path)."""
-    item = py_compiled(rep.item_regex)
-    parts, order, took, at = [f"^(?P<{MATCHED}>)"], [], set(), 0
-    for n, m in enumerate(item.finditer(text)):
-        i = next((i for i, mem in enumerate(rep.members)
-                  if py_compiled(mem.regex).match(m.group())), None)
-        if i is None or m.end() == m.start():
-            return None
-        mem = rep.members[i]
-        took.add(i)
-        parts.append(re.escape(text[at:m.start()]))
-        parts.append("(?:" + _GROUP_OPEN.sub(lambda g, n=n: f"(?P<__k{n}__{g.group(1)}>",
-                                             mem.regex[1:-1]) + ")")
-        order += [(i, n, f, f"__k{n}__{f}", d) for f, d in mem.fields.items()]
-        at = m.end()
-    parts.append(re.escape(text[at:]) + "$")
-    order.sort(key=lambda o: o[:2])  # members in grammar order, then items in line order
-    return "".join(parts), [o[2:] for o in order], took
-
-
-_GROUP_OPEN = re.compile(r"\(\?P<([A-Za-z_][A-Za-z0-9_]*)>")
-
-
-def _rep_by_shape(span: pl.Series, rep: Repetition) -> pl.DataFrame | None:
-    """``_o`` (the row) and the typed fields of each row of ``span`` that holds an item, or None
-    when no item is any member's. Which member takes an item and what it gives depend on the
-    keys and the text between items, never on the values' digits, so every line of a shape is
-    read by its first line's regex; a line the regex does not match whole is another shape."""
-    todo = span.to_frame().with_row_index("_o").filter(pl.col("_s").is_not_null())
-    parts: list[tuple[pl.DataFrame, set[int]]] = []
-    for _ in range(MAX_SHAPES):
-        if not todo.height:
-            break
-        shape = _shape_regex(rep, todo.item(0, "_s"))
-        if shape is None:
-            break
-        rx, order, took = shape
-        got = todo.with_columns(pl.col("_s").str.extract_groups(rx).alias("_m")).unnest("_m")
-        hit = pl.col(MATCHED).is_not_null()
-        by_field: dict[str, list[pl.Expr]] = {}
-        for f, g, d in order:
-            by_field.setdefault(f, []).append(cast(pl.col(g), d))
-        parts.append((got.filter(hit).select(
-            "_o", *[(pl.coalesce(es) if len(es) > 1 else es[0]).alias(f)
-                    for f, es in by_field.items()]), took))
-        todo = got.filter(~hit).select("_o", "_s")
-    if todo.height:
-        rest = _rep_by_item(todo, rep)
-        if rest is not None:
-            parts.append(rest)
-    took_all = sorted(set().union(*(t for _, t in parts)))
-    if not took_all:
-        return None
-    schema = _rep_schema(rep, took_all)
-    frames = [df.select("_o", *[(pl.col(f).cast(schema[f]) if f in df.columns
-                                 else pl.lit(None, schema[f])).alias(f) for f in schema.names()])
-              for df, t in parts if t]
-    fields = pl.concat(frames) if len(frames) > 1 else frames[0]
-    return fields.sort("_o") if len(frames) > 1 else fields
-
-
-def _rep_by_item(todo: pl.DataFrame, rep: Repetition) -> tuple[pl.DataFrame, set[int]] | None:
-    """``_o`` and the typed fields of the rows of ``todo`` (``_o``, ``_s``), item by item: one
-    ``extract_groups`` pass of the members' alternation (``Repetition.routing_regex``) routes
-    and captures every item. Which member takes an item and what it extracts depend on the
-    item's text alone, so when texts repeat (the same keys and values line after line) the
+    One ``extract_groups`` pass of the members' alternation (``Repetition.routing_regex``)
+    routes and captures every item. Which member takes an item and what it extracts depend on
+    the item's text alone, so when texts repeat (the same keys and values line after line) the
     distinct texts are routed and the result joined back to the items."""
     items = (
-        todo.select("_o", pl.col("_s").str.extract_all(rep.item_regex).alias("_it"))
+        out.select(pl.col(rep.group).str.extract_all(rep.item_regex).alias("_it"))
+        .with_row_index("_o")
         .explode("_it")
         .drop_nulls("_it")
     )
+    out = out.drop(rep.group)
     uniq = items.select(pl.col("_it").unique())
     by_text = uniq.height * 2 <= items.height
     key = "_it" if by_text else "_o"
@@ -232,14 +131,19 @@ def _rep_by_item(todo: pl.DataFrame, rep: Repetition) -> tuple[pl.DataFrame, set
         key, pl.col("_it").str.extract_groups(rep.routing_regex).alias("_m")).unnest("_m")
     marks = [f"{MEMBER_MARK}{i}" for i in range(len(rep.members))]
     took = [i for i, hit in enumerate(m.select(pl.col(c).is_not_null().any() for c in marks).row(0))
-            if hit] if m.height else []
+            if hit]
     if not took:
-        return None
+        return out
 
     def fields_of(i: int) -> list[tuple[str, pl.Expr]]:  # member i's typed fields
         return [(f, cast(pl.col(f"{marks[i]}__{f}"), d)) for f, d in rep.members[i].fields.items()]
 
-    schema = _rep_schema(rep, took)
+    sk = (rep.routing_regex, tuple(tuple(mem.fields.items()) for mem in rep.members),
+          tuple(took))
+    if sk not in _REP_SCHEMAS:  # what the members that took items give, in grammar order
+        _REP_SCHEMAS[sk] = pl.concat([m.clear().select(e.alias(f) for f, e in fields_of(i))
+                                      for i in took], how="diagonal_relaxed").schema
+    schema = _REP_SCHEMAS[sk]
     # a field several members give is kept per member until the first non-null is taken, so
     # that the member first in grammar order wins, whatever the order of the items
     givers: dict[str, list[int]] = {}
@@ -255,7 +159,15 @@ def _rep_by_item(todo: pl.DataFrame, rep: Repetition) -> tuple[pl.DataFrame, set
     if split:
         fields = fields.with_columns(pl.coalesce(f"{f}\x00{i}" for i in givers[f]).alias(f)
                                      for f in split)
-    return fields.select("_o", *schema.names()), set(took)
+    fields = fields.select("_o", *schema.names())
+    clash = [f for f in schema.names() if f in out.columns]
+    fields = fields.rename({f: f"{f}__m" for f in clash})
+    out = (out.with_row_index("_o").join(fields, on="_o", how="left", maintain_order="left")
+           .drop("_o"))
+    if clash:
+        out = out.with_columns([pl.coalesce(f, f"{f}__m").alias(f) for f in clash]).drop(
+            [f"{f}__m" for f in clash])
+    return out
 
 
 ENV_GROUP = "__e_"  # the envelope's groups inside a variant's message regex
