@@ -324,12 +324,14 @@ def _streams_differ(a, b) -> tuple[int | None, int | None] | None:
     return None
 
 
+EXACT_RATES = "every request's exact rate"
+
+
 def _as_served(lg) -> tuple[pl.DataFrame, str]:
     """(units, what they are) of a run's per-stream decode as served."""
     from logscope.analysis.served import REQUEST_RATES, _per_stream_units
     v, w, src = _per_stream_units(lg)
-    what = ("every request's exact rate" if src == REQUEST_RATES
-            else "the window intervals' per-stream rates")
+    what = EXACT_RATES if src == REQUEST_RATES else "the window intervals' per-stream rates"
     return (pl.DataFrame({"stratum": np.zeros(len(v), dtype=np.int64), "value": v,
                           "weight": w}), what)
 
@@ -350,8 +352,7 @@ def _decode_per_stream_served(a, b, names, rng, ks) -> dict:
     r["matched"] = f"; as served: {head}, {basis}, stalls and other slots' prefill included"
     r["tail"] = " per stream as served"
     row = _row("decode_per_stream", r, names, what)
-    row["units"] = "requests as served" if wa == wb == "every request's exact rate" else (
-        "as served")
+    row["units"] = "requests as served" if wa == wb == EXACT_RATES else "as served"
     return row
 
 
